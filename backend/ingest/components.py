@@ -1,0 +1,239 @@
+"""Stage 5: components and subcomponents (LILaC's layers) from the laid-out, sectioned blocks.
+
+paragraph -> sentences (pysbd); table -> one row unit per data row with the header repeated;
+figure -> crop image + caption + upper context (HiKEY) + the text found inside it, and one
+object region per text cluster inside the figure (or the whole figure). Every node has its page
+and box. Also creates the hierarchical (`contains`), reading-order (`next`) and `caption` edges.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pymupdf
+import pysbd
+
+from backend.ingest.hierarchy import Hierarchy
+from backend.ingest.layout import LayoutBlock, join_lines
+from backend.types import BBox, Block, BlockKind, Edge, EdgeKind, Layer, Node, NodeKind, Section
+
+log = logging.getLogger(__name__)
+
+MAX_TABLE_TEXT = 6000
+CAPTION_MAX_GAP = 90.0  # points between a caption and its table/figure
+
+
+@dataclass
+class BuiltComponents:
+    nodes: list[Node] = field(default_factory=list)
+    edges: list[Edge] = field(default_factory=list)
+    blocks: list[Block] = field(default_factory=list)
+    block_node: dict[int, str] = field(default_factory=dict)  # block order -> component node id
+    labels: dict[tuple[str, str], str] = field(default_factory=dict)  # ("table", "2") -> node id
+
+
+def _union(boxes: list[BBox]) -> BBox:
+    return (min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes), max(b[3] for b in boxes))
+
+
+def _rounded(b: BBox | None) -> BBox | None:
+    return None if b is None else tuple(round(float(v), 2) for v in b)
+
+
+def _h_overlap(a: BBox, b: BBox) -> float:
+    return max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+
+
+def _attach_captions(blocks: list[LayoutBlock]) -> dict[int, LayoutBlock]:
+    """caption block order -> the table/figure block it captions (nearest on the page, above or below)."""
+    out: dict[int, LayoutBlock] = {}
+    taken: set[int] = set()
+    objects = [b for b in blocks if b.kind in (BlockKind.TABLE, BlockKind.FIGURE)]
+    for cap in (b for b in blocks if b.kind == BlockKind.CAPTION):
+        best, best_cost = None, CAPTION_MAX_GAP
+        for obj in objects:
+            if obj.page != cap.page or obj.order in taken or _h_overlap(obj.bbox, cap.bbox) <= 0:
+                continue
+            gap = max(obj.bbox[1] - cap.bbox[3], cap.bbox[1] - obj.bbox[3], 0.0)
+            cost = gap + (0 if (cap.label_kind == "table") == (obj.kind == BlockKind.TABLE) else 40)
+            if cost < best_cost:
+                best, best_cost = obj, cost
+        if best is not None:
+            out[cap.order] = best
+            taken.add(best.order)
+    return out
+
+
+def _sentences(seg: pysbd.Segmenter, text: str, spans: list[tuple[int, int, BBox]], fallback: BBox) -> list[tuple[str, BBox]]:
+    pieces = seg.segment(text) if (". " in text or "? " in text or "! " in text) else None
+    if not pieces:
+        return [(text, fallback)]
+    out: list[tuple[str, BBox]] = []
+    for piece in pieces:
+        sent = piece.sent.strip()
+        if not sent:
+            continue
+        boxes = [bb for s, e, bb in spans if s < piece.end and e > piece.start]
+        out.append((sent, _union(boxes) if boxes else fallback))
+    return out or [(text, fallback)]
+
+
+def _table_texts(label: str | None, header: list[str], rows: list[list[str]]) -> tuple[str, list[str]]:
+    names = [h or f"column {i + 1}" for i, h in enumerate(header)]
+    lines = [" | ".join(names)] + [" | ".join(r) for r in rows]
+    table_text = "\n".join(lines)[:MAX_TABLE_TEXT]
+    row_texts = []
+    prefix = f"{label}: " if label else ""
+    for r in rows:
+        cells = [f"{n}: {v}" for n, v in zip(names, r) if v]
+        row_texts.append(prefix + "; ".join(cells))
+    return table_text, row_texts
+
+
+def _save_crop(pdf: pymupdf.Document, page_no: int, bbox: BBox, path: Path, dpi: int) -> bool:
+    try:
+        page = pdf[page_no - 1]
+        clip = pymupdf.Rect(bbox) & page.rect
+        if clip.is_empty or clip.width < 2 or clip.height < 2:
+            return False
+        page.get_pixmap(clip=clip, dpi=dpi).save(str(path))
+        return True
+    except (RuntimeError, ValueError) as exc:
+        log.debug("crop failed on page %s: %s", page_no, exc)
+        return False
+
+
+def build_components(
+    *,
+    doc_id: str,
+    blocks: list[LayoutBlock],
+    hier: Hierarchy,
+    sections: list[Section],
+    owner: dict[int, str],
+    heading_section: dict[int, str],
+    pdf: pymupdf.Document,
+    crops_dir: Path | None,
+    crop_rel_prefix: str,
+    crop_dpi: int,
+) -> BuiltComponents:
+    out = BuiltComponents()
+    seg = pysbd.Segmenter(language="en", clean=False, char_span=True)
+    section_by_id = {s.id: s for s in sections}
+
+    # Document and section nodes (the top layer with the section tree).
+    out.nodes.append(Node(id=doc_id, layer=Layer.DOCUMENT, kind=NodeKind.DOCUMENT, doc=doc_id, text=hier.title, page=1))
+    for s in sections:
+        out.nodes.append(
+            Node(
+                id=s.id, layer=Layer.DOCUMENT, kind=NodeKind.SECTION, doc=doc_id, text=s.title, section=s.id,
+                page=s.page, bbox=_rounded(s.bbox), parent=s.parent or doc_id, order=0,
+            )
+        )
+        out.edges.append(Edge(src=s.parent or doc_id, dst=s.id, kind=EdgeKind.CONTAINS, provenance="section tree"))
+
+    captions = _attach_captions(blocks)
+    caption_of = {obj.order: cap for cap_order, obj in captions.items() for cap in blocks if cap.order == cap_order}
+    last_paragraph_text: dict[str, str] = {}
+    last_component: dict[str, str] = {}
+    counter = 0
+
+    for b in blocks:
+        node_id = None
+        sec_id = owner.get(b.order, sections[0].id)
+        if b.kind in (BlockKind.HEADER, BlockKind.FOOTER, BlockKind.PAGE_NUMBER, BlockKind.HEADING, BlockKind.TITLE):
+            level = None
+            conf = None
+            if b.kind == BlockKind.HEADING and b.order in heading_section:
+                sec = section_by_id[heading_section[b.order]]
+                level, conf, node_id = sec.level, sec.confidence, sec.id
+            elif b.kind == BlockKind.TITLE:
+                level, conf, node_id = 0, 1.0, sections[0].id
+            out.blocks.append(
+                Block(page=b.page, bbox=_rounded(b.bbox), kind=b.kind, text=b.text, order=b.order, level=level, confidence=conf, node=node_id)
+            )
+            continue
+        counter += 1
+        if b.kind in (BlockKind.PARAGRAPH, BlockKind.LIST_ITEM, BlockKind.CAPTION):
+            node_id = f"{doc_id}:p{counter}"
+            text, spans = join_lines(b.lines) if b.lines else (b.text, [])
+            label = None
+            if b.kind == BlockKind.CAPTION and b.order not in captions and b.label_kind:
+                label = f"{b.label_kind.title()} {b.label_num}"
+                out.labels.setdefault((b.label_kind, b.label_num), node_id)
+            out.nodes.append(
+                Node(
+                    id=node_id, layer=Layer.COMPONENT, kind=NodeKind.PARAGRAPH, doc=doc_id, text=text, section=sec_id,
+                    page=b.page, bbox=_rounded(b.bbox), parent=sec_id, role=b.kind.value, order=b.order, label=label,
+                )
+            )
+            for i, (sent, bbox) in enumerate(_sentences(seg, text, spans, b.bbox)):
+                sid = f"{node_id}.{i}"
+                out.nodes.append(
+                    Node(
+                        id=sid, layer=Layer.SUBCOMPONENT, kind=NodeKind.SENTENCE, doc=doc_id, text=sent, section=sec_id,
+                        page=b.page, bbox=_rounded(bbox), parent=node_id, order=b.order,
+                    )
+                )
+                out.edges.append(Edge(src=node_id, dst=sid, kind=EdgeKind.CONTAINS, provenance="sentence"))
+            if b.kind != BlockKind.CAPTION:
+                last_paragraph_text[sec_id] = text
+        elif b.kind in (BlockKind.TABLE, BlockKind.FIGURE):
+            is_table = b.kind == BlockKind.TABLE
+            node_id = f"{doc_id}:{'t' if is_table else 'f'}{counter}"
+            cap = caption_of.get(b.order)
+            label = f"{cap.label_kind.title()} {cap.label_num}" if cap is not None and cap.label_kind else None
+            if cap is not None and cap.label_kind:
+                out.labels.setdefault((cap.label_kind, cap.label_num), node_id)
+            upper = last_paragraph_text.get(sec_id, "")[:400]
+            context = cap.text if cap is not None else upper
+            crop_rel = None
+            if crops_dir is not None:
+                name = f"{node_id.split(':')[-1]}.png"
+                if _save_crop(pdf, b.page, b.bbox, crops_dir / name, crop_dpi):
+                    crop_rel = f"{crop_rel_prefix}/{name}"
+            if is_table:
+                t = b.table
+                table_text, row_texts = _table_texts(label, t.header, t.rows)
+                text = f"{context}\n{table_text}" if context else table_text
+                subs = [(NodeKind.ROW, rt, rb) for rt, rb in zip(row_texts, t.row_bboxes)]
+            else:
+                inner_text = " ".join(t for _, t in b.inner)
+                parts = [p for p in (cap.text if cap is not None else "", inner_text, "" if cap is not None else upper) if p]
+                text = "\n".join(parts) or "(figure without text)"
+                subs = [(NodeKind.OBJECT, t, bb) for bb, t in b.inner if t.strip()]
+                if not subs:
+                    subs = [(NodeKind.OBJECT, cap.text if cap is not None else (upper or "figure region"), b.bbox)]
+            out.nodes.append(
+                Node(
+                    id=node_id, layer=Layer.COMPONENT, kind=NodeKind.TABLE if is_table else NodeKind.FIGURE, doc=doc_id,
+                    text=text, section=sec_id, page=b.page, bbox=_rounded(b.bbox), parent=sec_id, crop=crop_rel,
+                    label=label, order=b.order, context=context,
+                )
+            )
+            for i, (kind, sub_text, bbox) in enumerate(subs):
+                sid = f"{node_id}.{i}"
+                out.nodes.append(
+                    Node(
+                        id=sid, layer=Layer.SUBCOMPONENT, kind=kind, doc=doc_id, text=sub_text, section=sec_id,
+                        page=b.page, bbox=_rounded(bbox), parent=node_id, order=b.order,
+                    )
+                )
+                out.edges.append(Edge(src=node_id, dst=sid, kind=EdgeKind.CONTAINS, provenance=kind.value))
+        else:
+            continue
+        out.block_node[b.order] = node_id
+        block_text = b.text or next(n.text for n in reversed(out.nodes) if n.id == node_id)
+        out.blocks.append(Block(page=b.page, bbox=_rounded(b.bbox), kind=b.kind, text=block_text[:2000], order=b.order, node=node_id))
+        out.edges.append(Edge(src=sec_id, dst=node_id, kind=EdgeKind.CONTAINS, provenance="section member"))
+        if sec_id in last_component:
+            out.edges.append(Edge(src=last_component[sec_id], dst=node_id, kind=EdgeKind.NEXT, provenance="reading order"))
+        last_component[sec_id] = node_id
+
+    for cap_order, obj in captions.items():
+        cap_node = out.block_node.get(cap_order)
+        obj_node = out.block_node.get(obj.order)
+        if cap_node and obj_node:
+            out.edges.append(Edge(src=cap_node, dst=obj_node, kind=EdgeKind.CAPTION, provenance="caption"))
+    return out

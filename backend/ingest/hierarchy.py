@@ -1,0 +1,282 @@
+"""Stage 4: the section tree (HiKEY's document hierarchy parsing, rule-based).
+
+Sources, strongest first: the PDF outline; heading numbering (1, 1.2, 1.2.1, A.1, Appendix B,
+roman); font size/weight clusters learned from the numbered headings; a table-of-contents page
+(which raises the confidence of headings it lists). Every block gets the section it falls under,
+so every unit has a section path and a governing header.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from difflib import SequenceMatcher
+
+from backend.ingest.layout import LayoutBlock
+from backend.types import BlockKind, Section
+
+TOC_LINE_RE = re.compile(r"^(?P<title>.*?\w.*?)\s*(?:\.{2,}|…+|\s{2,}|\s)\s*(?P<page>\d{1,4}|[ivxlc]{1,5})$", re.IGNORECASE)
+JUNK_TITLES = re.compile(r"^(untitled|microsoft word|document\d*|slide \d+|none)\b", re.IGNORECASE)
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "", text.lower())
+
+
+@dataclass(slots=True)
+class Heading:
+    block: LayoutBlock
+    level: int
+    confidence: float
+    source: str
+
+
+@dataclass(slots=True)
+class Hierarchy:
+    title: str
+    title_block: LayoutBlock | None
+    headings: dict[int, Heading]  # block order -> heading
+    virtual: list[tuple[int, int, str]]  # (insert before block order, level, title): outline entries with no block
+    toc_entries: list[str]
+    source: str
+
+
+def _number_depth(number: str) -> int:
+    if re.fullmatch(r"[A-Z]", number) or re.fullmatch(r"[IVX]+", number):
+        return 1
+    return number.count(".") + 1
+
+
+def _pick_title(blocks: list[LayoutBlock], body_size: float) -> LayoutBlock | None:
+    first_page = [b for b in blocks if b.page == 1 and b.lines and b.kind not in (BlockKind.HEADER, BlockKind.FOOTER, BlockKind.PAGE_NUMBER, BlockKind.CAPTION)]
+    if not first_page:
+        return None
+    best = max(first_page, key=lambda b: (b.size, -b.bbox[1]))
+    if best.size >= body_size * 1.25 and len(best.text.split()) <= 30 and any(c.isalpha() for c in best.text):
+        return best
+    return None
+
+
+def _toc_pages(blocks: list[LayoutBlock]) -> tuple[set[int], list[str]]:
+    by_page: dict[int, list[str]] = defaultdict(list)
+    for b in blocks:
+        for ln in b.lines:
+            by_page[b.page].append(ln.text)
+    pages: set[int] = set()
+    entries: list[str] = []
+    for page, lines in by_page.items():
+        if page > 12:
+            continue
+        hits = [m.group("title").strip(" .") for m in (TOC_LINE_RE.match(t) for t in lines) if m]
+        has_word = any("contents" in t.lower() for t in lines[:10])
+        number_lines = sum(1 for t in lines if re.fullmatch(r"\d{1,4}", t.strip()))
+        if len(hits) >= 6 and (has_word or len(hits) >= 0.5 * len(lines)):
+            pages.add(page)
+            entries.extend(h for h in hits if len(h) > 2)
+        elif has_word and number_lines >= 5:
+            # Titles and page numbers on separate lines.
+            pages.add(page)
+            entries.extend(t.strip() for t in lines if 3 < len(t.strip()) < 120 and not re.fullmatch(r"\d{1,4}", t.strip()) and "contents" not in t.lower())
+    return pages, entries
+
+
+def _merge_split_headings(blocks: list[LayoutBlock]) -> list[LayoutBlock]:
+    """Join a heading that wrapped into two blocks of the same style ("2.1 A long" + "title")."""
+    out: list[LayoutBlock] = []
+    for b in blocks:
+        prev = out[-1] if out else None
+        if (
+            prev is not None
+            and prev.heading_candidate
+            and b.heading_candidate
+            and b.number is None
+            and prev.page == b.page
+            and abs(prev.size - b.size) < 0.6
+            and prev.bold == b.bold
+            and 0 <= b.bbox[1] - prev.bbox[3] < max(prev.size, 6) * 0.9
+            and len(prev.text.split()) + len(b.text.split()) <= 22
+        ):
+            prev.text = f"{prev.text} {b.text}"
+            prev.lines = prev.lines + b.lines
+            prev.bbox = (min(prev.bbox[0], b.bbox[0]), prev.bbox[1], max(prev.bbox[2], b.bbox[2]), b.bbox[3])
+            continue
+        out.append(b)
+    return out
+
+
+def _outline_headings(
+    blocks: list[LayoutBlock], toc: list[list], title_block: LayoutBlock | None
+) -> tuple[dict[int, Heading], list[tuple[int, int, str]]]:
+    headings: dict[int, Heading] = {}
+    virtual: list[tuple[int, int, str]] = []
+    by_page: dict[int, list[LayoutBlock]] = defaultdict(list)
+    for b in blocks:
+        if b.lines and b.kind not in (BlockKind.HEADER, BlockKind.FOOTER, BlockKind.PAGE_NUMBER):
+            by_page[b.page].append(b)
+    used: set[int] = set()
+    max_level = max(e[0] for e in toc)
+    for level, title, page, *_ in toc:
+        key = _norm(title)
+        if not key or page is None or page < 1:
+            continue
+        best, best_score = None, 0.0
+        for cand_page in (page, page + 1, page - 1):
+            for b in by_page.get(cand_page, []):
+                if b.order in used or b is title_block and level > 1:
+                    continue
+                bkey = _norm(b.text)
+                if not bkey:
+                    continue
+                if bkey == key:
+                    score = 1.0
+                elif len(key) >= 4 and (bkey.startswith(key) and len(bkey) <= len(key) * 1.6 or key.startswith(bkey) and len(bkey) >= 0.5 * len(key)):
+                    score = 0.9
+                else:
+                    score = SequenceMatcher(None, bkey[:120], key[:120]).ratio()
+                score += 0.05 if b.heading_candidate else 0.0
+                score -= 0.02 * abs(cand_page - page)
+                if score > best_score:
+                    best, best_score = b, score
+            if best_score >= 1.0:
+                break
+        if best is not None and best_score >= 0.8:
+            used.add(best.order)
+            headings[best.order] = Heading(best, level, 1.0, "outline")
+        else:
+            first = next((b.order for b in blocks if b.page >= page), len(blocks))
+            virtual.append((first, level, title.strip()))
+    # Numbered headings deeper than the outline goes keep their own level.
+    for b in blocks:
+        if b.heading_candidate and b.order not in headings and b.number and _number_depth(b.number) > max_level:
+            headings[b.order] = Heading(b, _number_depth(b.number), 0.6, "numbering")
+    return headings, virtual
+
+
+def _style(b: LayoutBlock) -> tuple[float, bool]:
+    return (round(b.size * 2) / 2, b.bold)
+
+
+def _font_numbering_headings(
+    blocks: list[LayoutBlock], body_size: float, title_block: LayoutBlock | None, toc_pages: set[int], toc_entries: list[str]
+) -> dict[int, Heading]:
+    cands = [b for b in blocks if b.heading_candidate and b is not title_block and b.page not in toc_pages]
+    if not cands:
+        return {}
+    votes: dict[tuple[float, bool], Counter[int]] = defaultdict(Counter)
+    for b in cands:
+        if b.number:
+            votes[_style(b)][_number_depth(b.number)] += 1
+    mapped = {s: c.most_common(1)[0][0] for s, c in votes.items()}
+    styles = sorted({_style(b) for b in cands}, key=lambda s: (-s[0], not s[1]))
+    level_of: dict[tuple[float, bool], int] = {}
+    for rank, s in enumerate(styles):
+        if s in mapped:
+            level_of[s] = mapped[s]
+        elif mapped:
+            more = [mapped[m] for m in styles[:rank] if m in mapped]
+            level_of[s] = min(6, (max(more) + 1) if more else 1)
+        else:
+            level_of[s] = min(4, rank + 1)
+    toc_keys = {_norm(e) for e in toc_entries}
+    out: dict[int, Heading] = {}
+    for b in cands:
+        ratio = b.size / body_size if body_size else 1.0
+        if b.number:
+            level = _number_depth(b.number)
+            conf = 0.9 if (ratio >= 1.1 or b.bold) else 0.7
+            source = "numbering"
+        else:
+            level = level_of[_style(b)]
+            conf = 0.8 if ratio >= 1.3 else 0.65 if ratio >= 1.12 else 0.5
+            source = "font"
+        if _norm(b.text) in toc_keys:
+            conf = min(0.95, conf + 0.15)
+            source = "toc" if source == "font" else source
+        out[b.order] = Heading(b, level, round(conf, 2), source)
+    return out
+
+
+def build_hierarchy(
+    blocks: list[LayoutBlock], toc: list[list], metadata_title: str, file_stem: str, body_size: float
+) -> tuple[list[LayoutBlock], Hierarchy]:
+    blocks = _merge_split_headings(blocks)
+    for i, b in enumerate(blocks):
+        b.order = i
+    title_block = _pick_title(blocks, body_size)
+    toc_pages, toc_entries = _toc_pages(blocks)
+    usable_toc = [e for e in toc if len(e) >= 3 and e[2] is not None and e[2] >= 1]
+    if len(usable_toc) >= 2:
+        headings, virtual = _outline_headings(blocks, usable_toc, title_block)
+        source = "outline"
+    else:
+        headings = _font_numbering_headings(blocks, body_size, title_block, toc_pages, toc_entries)
+        virtual = []
+        source = "numbering+font" if headings else "flat"
+    # Candidates that did not become headings are body text.
+    for b in blocks:
+        if b.kind == BlockKind.HEADING and b.order not in headings:
+            b.kind = BlockKind.PARAGRAPH
+        if b.order in headings:
+            b.kind = BlockKind.HEADING
+    if title_block is not None and title_block.order not in headings:
+        title_block.kind = BlockKind.TITLE
+    if title_block is not None and title_block.order in headings and headings[title_block.order].level <= 1 and source == "outline":
+        # The outline's first entry is often the document title itself.
+        del headings[title_block.order]
+        title_block.kind = BlockKind.TITLE
+    title = title_block.text if title_block is not None else ""
+    if not title:
+        meta = (metadata_title or "").strip()
+        title = meta if meta and not JUNK_TITLES.match(meta) else ""
+    if not title:
+        first = min(headings.values(), key=lambda h: h.block.order, default=None)
+        title = first.block.text if first is not None else file_stem
+    return blocks, Hierarchy(title=title.strip(), title_block=title_block, headings=headings, virtual=virtual, toc_entries=toc_entries, source=source)
+
+
+def assign_sections(
+    blocks: list[LayoutBlock], hier: Hierarchy, doc_id: str
+) -> tuple[list[Section], dict[int, str], dict[int, str]]:
+    """Walk blocks in reading order with a stack of open sections.
+
+    Returns (sections, block order -> section id it belongs to, heading block order -> its section id).
+    """
+    root = Section(
+        id=f"{doc_id}:s0", doc=doc_id, title=hier.title, number=None, level=0, parent=None, path=[hier.title],
+        page=1, bbox=hier.title_block.bbox if hier.title_block is not None else None, confidence=1.0, source="root",
+    )
+    sections = [root]
+    stack: list[Section] = [root]
+    owner: dict[int, str] = {}
+    heading_section: dict[int, str] = {}
+    virtual = sorted(hier.virtual)
+    vi = 0
+
+    def open_section(title: str, level: int, number: str | None, page: int, bbox, confidence: float, source: str) -> Section:
+        while len(stack) > 1 and stack[-1].level >= level:
+            stack.pop()
+        parent = stack[-1]
+        sec = Section(
+            id=f"{doc_id}:s{len(sections)}", doc=doc_id, title=title, number=number, level=level, parent=parent.id,
+            path=[*parent.path, title], page=page, bbox=bbox, confidence=confidence, source=source,
+        )
+        sections.append(sec)
+        stack.append(sec)
+        return sec
+
+    for b in blocks:
+        while vi < len(virtual) and virtual[vi][0] <= b.order:
+            _, level, title = virtual[vi]
+            open_section(title, level, None, b.page, None, 0.9, "outline")
+            vi += 1
+        h = hier.headings.get(b.order)
+        if h is not None:
+            sec = open_section(b.text, h.level, b.number, b.page, b.bbox, h.confidence, h.source)
+            heading_section[b.order] = sec.id
+        owner[b.order] = stack[-1].id
+    while vi < len(virtual):
+        _, level, title = virtual[vi]
+        open_section(title, level, None, blocks[-1].page if blocks else 1, None, 0.9, "outline")
+        vi += 1
+    return sections, owner, heading_section

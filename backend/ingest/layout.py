@@ -1,0 +1,279 @@
+"""Stage 3: layout. Turns raw page content into typed blocks in reading order.
+
+Decides, per block: heading candidate, paragraph, list item, caption, table, figure, or page
+furniture (running header/footer, page number, recognised by position and repetition across
+pages). Orders blocks column by column on two-column pages. It does not build the section tree
+(hierarchy.py) and does not create graph nodes (components.py).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+from backend.ingest.extract import Line, RawPage, RawTable, TextBlock
+from backend.types import BBox, BlockKind
+
+CAPTION_RE = re.compile(
+    r"^(?P<word>Table|TABLE|Tab\.|Figure|FIGURE|Fig\.|FIG\.|Figs\.|Chart|CHART|Exhibit|EXHIBIT|Graph|Diagram|Plate)"
+    r"\s*(?P<num>[A-Z]?\d+(?:[.\-]\d+)*[a-z]?|[IVX]+)\s*(?:[:.\-–—|)]|\s|$)"
+)
+NUMBERED_HEADING_RE = re.compile(
+    r"^(?:(?P<appendix>Appendix|APPENDIX|Annex|ANNEX)\s+(?P<app>[A-Z](?:\.\d+)*)|"
+    r"(?P<num>\d{1,2}(?:\.\d{1,2}){0,4})|(?P<alpha>[A-Z](?:\.\d{1,2}){1,3})|(?P<roman>(?:X{0,3})(?:IX|IV|V?I{0,3})))"
+    r"[.):]?\s+(?P<title>\S.*)$"
+)
+BULLET_RE = re.compile(r"^(?:[•·▪‣◦●○■□➢►\-–*]\s*|\(?[a-z]\)\s+|\(\d{1,2}\)\s+|\d{1,2}\)\s+)")
+PAGE_NUMBER_RE = re.compile(r"^(?:page\s*)?[-–]?\s*\d{1,4}\s*[-–]?(?:\s*(?:of|/)\s*\d{1,4})?$", re.IGNORECASE)
+ROMAN_PAGE_RE = re.compile(r"^[ivxlc]{1,6}$", re.IGNORECASE)
+MARGIN_FRACTION = 0.085
+
+
+@dataclass(slots=True)
+class LayoutBlock:
+    page: int
+    bbox: BBox
+    kind: BlockKind
+    text: str
+    lines: list[Line] = field(default_factory=list)
+    size: float = 0.0
+    bold: bool = False
+    table: RawTable | None = None
+    inner: list[tuple[BBox, str]] = field(default_factory=list)  # text found inside a figure
+    label_kind: str | None = None  # caption: "table" | "figure"
+    label_num: str | None = None  # caption: "2", "3b"
+    heading_candidate: bool = False
+    number: str | None = None  # heading numbering: "2.1", "A", "IV"
+    order: int = 0
+
+
+def _area(b: BBox) -> float:
+    return max(0.0, b[2] - b[0]) * max(0.0, b[3] - b[1])
+
+
+def _center_in(b: BBox, region: BBox, pad: float = 1.0) -> bool:
+    cx, cy = (b[0] + b[2]) / 2, (b[1] + b[3]) / 2
+    return region[0] - pad <= cx <= region[2] + pad and region[1] - pad <= cy <= region[3] + pad
+
+
+def _overlap_fraction(a: BBox, b: BBox) -> float:
+    ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    return (ix * iy) / (_area(a) or 1.0)
+
+
+def _union(boxes) -> BBox:
+    boxes = list(boxes)
+    return (min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes), max(b[3] for b in boxes))
+
+
+def body_font_size(pages: list[RawPage]) -> float:
+    """The character-weighted most common line font size: the size of body text."""
+    sizes: Counter[float] = Counter()
+    for p in pages:
+        for b in p.blocks:
+            for ln in b.lines:
+                sizes[round(ln.size * 2) / 2] += len(ln.text)
+    return sizes.most_common(1)[0][0] if sizes else 10.0
+
+
+def _split_by_style(block: TextBlock) -> list[list[Line]]:
+    """Split a PyMuPDF block where the font style changes (a heading glued to its paragraph)."""
+    groups: list[list[Line]] = [[block.lines[0]]]
+    for prev, cur in zip(block.lines, block.lines[1:]):
+        if abs(cur.size - prev.size) > 0.6 or cur.bold != prev.bold:
+            groups.append([cur])
+        else:
+            groups[-1].append(cur)
+    return groups
+
+
+def _figure_regions(page: RawPage) -> list[BBox]:
+    page_area = page.width * page.height
+    regions: list[BBox] = []
+    for b in page.images:
+        w, h = b[2] - b[0], b[3] - b[1]
+        if w >= 40 and h >= 30 and _area(b) >= 0.012 * page_area and _area(b) < 0.9 * page_area:
+            regions.append(b)
+    for b in page.drawings:
+        w, h = b[2] - b[0], b[3] - b[1]
+        if w >= 60 and h >= 40 and 0.03 * page_area <= _area(b) <= 0.7 * page_area:
+            if not any(_overlap_fraction(b, t.bbox) > 0.3 for t in page.tables):
+                regions.append(b)
+    regions = [r for r in regions if not any(_overlap_fraction(r, t.bbox) > 0.5 for t in page.tables)]
+    merged: list[BBox] = []
+    for r in sorted(regions, key=_area, reverse=True):
+        for i, m in enumerate(merged):
+            if _overlap_fraction(r, m) > 0.2:
+                merged[i] = _union([m, r])
+                break
+        else:
+            merged.append(r)
+    return merged
+
+
+def _style_block(page_no: int, lines: list[Line]) -> LayoutBlock:
+    weights = [len(ln.text) for ln in lines]
+    total = sum(weights) or 1
+    size = sum(ln.size * w for ln, w in zip(lines, weights)) / total
+    bold = sum(w for ln, w in zip(lines, weights) if ln.bold) > total / 2
+    text, _ = join_lines(lines)
+    return LayoutBlock(
+        page=page_no, bbox=_union(ln.bbox for ln in lines), kind=BlockKind.PARAGRAPH, text=text, lines=lines,
+        size=round(size, 1), bold=bold,
+    )
+
+
+def join_lines(lines: list[Line]) -> tuple[str, list[tuple[int, int, BBox]]]:
+    """Paragraph text from its lines (de-hyphenated) and each line's (start, end, bbox) in it."""
+    out = ""
+    spans: list[tuple[int, int, BBox]] = []
+    for ln in lines:
+        if out.endswith("-") and len(out) > 1 and out[-2].isalpha() and ln.text[:1].islower():
+            out = out[:-1]
+            start = len(out)
+        else:
+            if out:
+                out += " "
+            start = len(out)
+        out += ln.text
+        spans.append((start, len(out), ln.bbox))
+    return out, spans
+
+
+def _classify_text(block: LayoutBlock, body_size: float) -> None:
+    text = block.text
+    m = CAPTION_RE.match(text)
+    if m and len(text.split()) >= 2 and not text.rstrip().endswith(("see", "in")):
+        word = m.group("word").lower()
+        block.kind = BlockKind.CAPTION
+        block.label_kind = "table" if word.startswith("tab") else "figure"
+        block.label_num = m.group("num").lower()
+        return
+    words = text.split()
+    n_words = len(words)
+    hm = NUMBERED_HEADING_RE.match(text)
+    number = None
+    if hm:
+        number = hm.group("app") or hm.group("num") or hm.group("alpha") or hm.group("roman") or None
+        if hm.group("roman") is not None and not hm.group("roman"):
+            number = None
+    has_letters = any(c.isalpha() for c in text)
+    looks_short = len(block.lines) <= 3 and n_words <= 22 and has_letters
+    ends_sentence = text.rstrip().endswith((".", ",", ";")) and not (number and n_words <= 8)
+    prominent = block.size >= body_size * 1.12 or (block.bold and block.size >= body_size * 0.95)
+    if looks_short and not ends_sentence and (prominent or (number and n_words <= 12 and block.size >= body_size)):
+        if number and hm.group("roman") and not prominent:
+            number = None  # "I went ..." is not a heading
+        if prominent or number:
+            block.heading_candidate = True
+            block.number = number
+            block.kind = BlockKind.HEADING
+            return
+    if BULLET_RE.match(text):
+        block.kind = BlockKind.LIST_ITEM
+
+
+def _furniture_key(text: str) -> str:
+    return re.sub(r"\d+", "#", text.lower()).strip()
+
+
+def _mark_furniture(blocks_by_page: dict[int, list[LayoutBlock]], pages: list[RawPage]) -> None:
+    heights = {p.number: p.height for p in pages}
+    zone_counts: dict[tuple[str, str], set[int]] = defaultdict(set)
+    candidates: list[tuple[LayoutBlock, str]] = []
+    for page_no, blocks in blocks_by_page.items():
+        h = heights[page_no]
+        for b in blocks:
+            if b.kind in (BlockKind.TABLE, BlockKind.FIGURE) or len(b.text.split()) > 18:
+                continue
+            zone = "top" if b.bbox[3] <= h * MARGIN_FRACTION + 4 else "bottom" if b.bbox[1] >= h * (1 - MARGIN_FRACTION) - 4 else ""
+            if not zone:
+                continue
+            key = _furniture_key(b.text)
+            zone_counts[(zone, key)].add(page_no)
+            candidates.append((b, zone))
+    min_repeats = max(2, int(0.3 * len(pages)))
+    for b, zone in candidates:
+        text = b.text.strip()
+        if PAGE_NUMBER_RE.match(text) or ROMAN_PAGE_RE.match(text):
+            b.kind = BlockKind.PAGE_NUMBER
+        elif len(zone_counts[(zone, _furniture_key(text))]) >= min_repeats:
+            b.kind = BlockKind.HEADER if zone == "top" else BlockKind.FOOTER
+
+
+def _reading_order(blocks: list[LayoutBlock], width: float) -> list[LayoutBlock]:
+    """Column-aware order: full-width blocks cut the page into bands; each band is read left
+    column first, then right column. Single-column pages reduce to top-to-bottom."""
+    mid = width / 2
+    tol = width * 0.04
+
+    def column(b: LayoutBlock) -> str:
+        if b.bbox[2] <= mid + tol:
+            return "L"
+        if b.bbox[0] >= mid - tol:
+            return "R"
+        return "F"
+
+    cols = [column(b) for b in blocks]
+    if not ("L" in cols and "R" in cols and sum(c != "F" for c in cols) >= 2):
+        return sorted(blocks, key=lambda b: (round(b.bbox[1], 0), b.bbox[0]))
+    ordered: list[LayoutBlock] = []
+    band: list[LayoutBlock] = []
+    for b in sorted(blocks, key=lambda b: (b.bbox[1], b.bbox[0])):
+        if column(b) == "F":
+            ordered.extend(sorted(band, key=lambda x: (column(x) != "L", x.bbox[1])))
+            band = []
+            ordered.append(b)
+        else:
+            band.append(b)
+    ordered.extend(sorted(band, key=lambda x: (column(x) != "L", x.bbox[1])))
+    return ordered
+
+
+def layout_document(pages: list[RawPage]) -> tuple[list[LayoutBlock], float]:
+    """All blocks of the document in reading order, each with its kind. Returns (blocks, body size)."""
+    body_size = body_font_size(pages)
+    blocks_by_page: dict[int, list[LayoutBlock]] = {}
+    for page in pages:
+        figures = _figure_regions(page)
+        figure_inner: dict[int, list[tuple[BBox, str]]] = defaultdict(list)
+        page_blocks: list[LayoutBlock] = []
+        for tb in page.blocks:
+            if any(_center_in(tb.bbox, t.bbox) for t in page.tables):
+                continue
+            fig_idx = next((i for i, f in enumerate(figures) if _center_in(tb.bbox, f)), None)
+            if fig_idx is not None:
+                figure_inner[fig_idx].append((tb.bbox, tb.text))
+                continue
+            for group in _split_by_style(tb):
+                blk = _style_block(page.number, group)
+                _classify_text(blk, body_size)
+                page_blocks.append(blk)
+        for i, region in enumerate(figures):
+            inner = figure_inner.get(i, [])
+            if sum(len(t.split()) for _, t in inner) > 150:
+                # A frame around prose, not a figure: give the text back as paragraphs.
+                for bbox, text in inner:
+                    blk = LayoutBlock(page=page.number, bbox=bbox, kind=BlockKind.PARAGRAPH, text=text, size=body_size)
+                    _classify_text(blk, body_size)
+                    page_blocks.append(blk)
+                continue
+            page_blocks.append(
+                LayoutBlock(page=page.number, bbox=region, kind=BlockKind.FIGURE, text="", inner=inner)
+            )
+        for t in page.tables:
+            page_blocks.append(LayoutBlock(page=page.number, bbox=t.bbox, kind=BlockKind.TABLE, text="", table=t))
+        blocks_by_page[page.number] = page_blocks
+    _mark_furniture(blocks_by_page, pages)
+    ordered: list[LayoutBlock] = []
+    widths = {p.number: p.width for p in pages}
+    for page_no in sorted(blocks_by_page):
+        body = [b for b in blocks_by_page[page_no] if b.kind not in (BlockKind.HEADER, BlockKind.FOOTER, BlockKind.PAGE_NUMBER)]
+        furniture = [b for b in blocks_by_page[page_no] if b not in body]
+        ordered.extend(_reading_order(body, widths[page_no]))
+        ordered.extend(furniture)
+    for i, b in enumerate(ordered):
+        b.order = i
+    return ordered, body_size

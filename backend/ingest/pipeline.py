@@ -1,0 +1,98 @@
+"""The ingest pipeline for a batch of files: for each file, check (sha256: unchanged files are a
+no-op), parse in the isolated worker, encode every node, store in one transaction. A file that
+fails is recorded in the report and the batch goes on; the workspace keeps everything else.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+from backend.config import Settings
+from backend.errors import BadPdfError
+from backend.graph.store import WorkspaceStore
+from backend.index.encoders import TextEncoder
+from backend.index.texts import index_texts
+from backend.ingest.parser import file_sha256
+from backend.ingest.worker import ParseWorker
+from backend.types import FileReport, IngestReport, ParsedDocument, ProgressEvent
+
+log = logging.getLogger(__name__)
+
+ProgressSink = Callable[[ProgressEvent], None]
+
+
+def _counts(parsed: ParsedDocument) -> dict[str, int]:
+    c: Counter[str] = Counter()
+    for n in parsed.nodes:
+        c[n.kind.value + "s" if not n.kind.value.endswith("s") else n.kind.value] += 1
+    for e in parsed.edges:
+        c[f"{e.kind.value} edges"] += 1
+    c["document links"] = len(parsed.doc_links)
+    return dict(c)
+
+
+class Ingestor:
+    def __init__(self, settings: Settings, encoder: TextEncoder) -> None:
+        self._settings = settings
+        self._encoder = encoder
+
+    def ingest(
+        self,
+        store: WorkspaceStore,
+        files: list[Path],
+        progress: ProgressSink | None = None,
+        display_names: list[str] | None = None,
+    ) -> IngestReport:
+        emit = progress or (lambda ev: None)
+        reports: list[FileReport] = []
+        names = display_names or [Path(f).name for f in files]
+        with ParseWorker(self._settings.ingest) as worker:
+            for i, (path, name) in enumerate(zip(files, names)):
+                t0 = time.perf_counter()
+                emit(ProgressEvent(stage="open", doc=name, done=i, total=len(files), message=f"file {i + 1} of {len(files)}"))
+                try:
+                    report = self._ingest_one(store, worker, Path(path), name, emit)
+                except BadPdfError as exc:
+                    log.warning("%s failed: %s", name, exc.reason)
+                    report = FileReport(file_name=name, status="failed", reason=exc.reason)
+                except OSError as exc:
+                    report = FileReport(file_name=name, status="failed", reason=f"could not read or store the file: {exc}")
+                report.seconds = round(time.perf_counter() - t0, 3)
+                reports.append(report)
+                emit(ProgressEvent(stage="done" if report.status != "failed" else "failed", doc=name, done=i + 1, total=len(files), message=report.reason or report.status))
+        return IngestReport(workspace=str(store.root), files=reports)
+
+    def _ingest_one(self, store: WorkspaceStore, worker: ParseWorker, path: Path, name: str, emit: ProgressSink) -> FileReport:
+        if not path.is_file():
+            raise BadPdfError(name, "file not found")
+        sha = file_sha256(path)
+        existing = store.document_by_sha(sha)
+        if existing is not None:
+            note = None if existing.file_name == name else f"the same file is already in the workspace as {existing.file_name}"
+            return FileReport(
+                file_name=name, status="unchanged", doc_id=existing.id, title=existing.title, pages=existing.pages, reason=note
+            )
+
+        def on_parse(stage: str, done: int, total: int) -> None:
+            emit(ProgressEvent(stage=stage, doc=name, done=done, total=total))
+
+        parsed = worker.parse(path, store.root / "crops", name, on_parse)
+        emit(ProgressEvent(stage="encode", doc=name, done=0, total=len(parsed.nodes)))
+        sections = {s.id: s for s in parsed.sections}
+        texts = index_texts(parsed.nodes, sections, {parsed.document.id: parsed.document})
+        ids = [n.id for n in parsed.nodes]
+        vectors = self._encoder.encode([texts[i] for i in ids])
+        embeddings = dict(zip(ids, vectors))
+        emit(ProgressEvent(stage="encode", doc=name, done=len(ids), total=len(ids)))
+        emit(ProgressEvent(stage="store", doc=name, done=0, total=1))
+        replaced = store.add_document(parsed, path, embeddings)
+        emit(ProgressEvent(stage="store", doc=name, done=1, total=1))
+        doc = parsed.document
+        return FileReport(
+            file_name=name, status="replaced" if replaced is not None else "ingested", doc_id=doc.id, title=doc.title,
+            pages=doc.pages, counts=_counts(parsed), warnings=doc.warnings,
+        )

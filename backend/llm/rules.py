@@ -1,0 +1,117 @@
+"""The offline `rules` backend: the papers' prompts implemented as deterministic rules.
+
+Task 'answer' (the HiKEY/LILaC reader prompt): given scored evidence units (sentences, table rows,
+figure regions), pick the ones that answer the question, extract a short answer when the
+question asks for a number, date, name or yes/no, cite them, or abstain with "not enough
+evidence" when the best evidence is weak. It does no generation beyond extraction.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from backend.index.lexical import tokenize
+from backend.llm.base import LLMUsage
+
+NOT_ENOUGH = "not enough evidence"
+YESNO_RE = re.compile(r"^(is|are|was|were|does|do|did|can|could|has|have|had|will|would|should|may)\b", re.I)
+NUMBER_Q_RE = re.compile(
+    r"\b(how (many|much|long|old|far|large|big|high)|what (is|was|were|are) the (total|number|amount|percentage|share|rate|value|"
+    r"cost|price|revenue|change|average|ratio|difference)|what (percentage|percent|proportion|share|fraction|number|amount)|"
+    r"(percentage|percent|ratio|average|total)\b)",
+    re.I,
+)
+DATE_Q_RE = re.compile(r"\b(when|what (year|date|month|day)|in which year|which year)\b", re.I)
+WHO_Q_RE = re.compile(r"^\s*(who|whom|whose)\b", re.I)
+NUMBER_RE = re.compile(r"[-−]?[$€£]?\(?\d[\d,]*(?:\.\d+)?\)?\s?(?:%|percent|million|billion|thousand|bn|m\b|k\b)?", re.I)
+MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec"
+DATE_RE = re.compile(
+    rf"\b(?:(?:\d{{1,2}}\s+)?(?:{MONTHS})\.?\s+(?:\d{{1,2}},?\s+)?\d{{4}}|(?:{MONTHS})\s+\d{{1,2}}|\d{{4}}-\d{{2}}-\d{{2}}|(?:1[5-9]|20)\d{{2}})\b"
+)
+NAME_RE = re.compile(r"\b([A-Z][a-zA-Z'’\-]+(?:\s+(?:[A-Z]\.\s*)?[A-Z][a-zA-Z'’\-]+)+)")
+NEGATIONS = {"not", "no", "never", "none", "neither", "nor", "without"}
+
+
+def content_tokens(text: str) -> set[str]:
+    return set(tokenize([text])[0])
+
+
+def _negated(text: str) -> bool:
+    return any(w in NEGATIONS or w.endswith("n't") for w in re.findall(r"[a-z']+", text.lower()))
+
+
+class RulesBackend:
+    name = "rules"
+
+    def __init__(self) -> None:
+        self.usage = LLMUsage()
+
+    def complete_json(self, task: str, prompt: str, payload: dict[str, Any]) -> dict[str, Any]:
+        if task != "answer":
+            raise ValueError(f"The rules backend has no task '{task}'.")
+        # Rules make no model calls: calls and tokens stay 0, so the cost shown is honest.
+        return self._answer(payload["question"], payload["evidence"], float(payload.get("threshold", 0.35)))
+
+    def _answer(self, question: str, evidence: list[dict[str, Any]], threshold: float) -> dict[str, Any]:
+        if not evidence or evidence[0]["score"] < threshold:
+            best = evidence[0]["score"] if evidence else 0.0
+            return {"answer": NOT_ENOUGH, "citations": [], "abstain": True, "confidence": round(best, 3),
+                    "reason": f"best evidence score {best:.2f} is below the threshold {threshold:.2f}"}
+        best = evidence[0]
+        q = question.strip()
+        q_tokens = content_tokens(q)
+        support = [e for e in evidence[:3] if e["score"] >= max(threshold, best["score"] - 0.08)]
+        cited = [e["id"] for e in support]
+        answer: str | None = None
+        kind = "sentence"
+        if YESNO_RE.match(q):
+            kind = "yes/no"
+            if best.get("coverage", 0.0) >= 0.6:
+                answer = "No" if _negated(best["text"]) != _negated(q) else "Yes"
+        elif WHO_Q_RE.match(q):
+            kind = "name"
+            answer = self._extract(support, NAME_RE, q_tokens)
+        elif DATE_Q_RE.search(q):
+            kind = "date"
+            answer = self._extract(support, DATE_RE, q_tokens)
+        elif NUMBER_Q_RE.search(q):
+            kind = "number"
+            answer = self._number(support, q_tokens)
+        if answer is None:
+            kind = "sentence" if kind == "sentence" else f"{kind} (no short answer found; quoting the evidence)"
+            answer = best["text"].strip()
+        return {"answer": answer, "citations": cited, "abstain": False, "confidence": round(best["score"], 3),
+                "reason": f"extractive {kind} answer from {len(cited)} unit(s)"}
+
+    @staticmethod
+    def _extract(support: list[dict[str, Any]], pattern: re.Pattern, q_tokens: set[str]) -> str | None:
+        for e in support:
+            for m in pattern.finditer(e["text"]):
+                value = m.group(0).strip()
+                if not content_tokens(value) <= q_tokens or not content_tokens(value):
+                    return value
+        return None
+
+    @staticmethod
+    def _number(support: list[dict[str, Any]], q_tokens: set[str]) -> str | None:
+        for e in support:
+            text = e["text"]
+            if e.get("kind") == "row":
+                # Row units are "Header: value; Header: value": take the cell whose header the question names.
+                cells = [c.split(": ", 1) for c in text.split("; ") if ": " in c]
+                named = [v for h, v in cells if content_tokens(h) & q_tokens and NUMBER_RE.search(v)]
+                if named:
+                    return named[-1].strip()
+            best, best_overlap = None, -1
+            for m in NUMBER_RE.finditer(text):
+                value = m.group(0).strip()
+                if re.fullmatch(r"(19|20)\d{2}", value) or not re.search(r"\d", value):
+                    continue
+                window = text[max(0, m.start() - 60): m.end() + 20]
+                overlap = len(content_tokens(window) & q_tokens)
+                if overlap > best_overlap:
+                    best, best_overlap = value, overlap
+            if best is not None:
+                return best
+        return None

@@ -1,0 +1,94 @@
+"""The one Retriever interface, the registry the UI menu and the contract tests are driven by,
+and helpers shared by strategies (query encoding, min-max fusion)."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from backend.config import Settings
+from backend.errors import UnknownMethodError
+from backend.graph.corpus import Corpus
+from backend.index.encoders import TextEncoder
+from backend.types import ScoredNode, Trace
+
+
+@dataclass(frozen=True, slots=True)
+class ParamSpec:
+    """A tunable parameter a strategy exposes to the UI and CLI."""
+
+    name: str
+    default: float | int
+    minimum: float | int
+    maximum: float | int
+    description: str
+
+
+class Retriever(ABC):
+    """retrieve(query, top_k, params, trace) -> ranked ScoredNodes (unique ids, scores descending)."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    params: ClassVar[tuple[ParamSpec, ...]] = ()
+
+    def __init__(self, corpus: Corpus, encoder: TextEncoder, settings: Settings) -> None:
+        self.corpus = corpus
+        self.encoder = encoder
+        self.settings = settings
+
+    @abstractmethod
+    def retrieve(self, query: str, top_k: int, params: dict[str, Any], trace: Trace) -> list[ScoredNode]: ...
+
+    def param(self, params: dict[str, Any], name: str) -> Any:
+        spec = next(p for p in self.params if p.name == name)
+        value = params.get(name, spec.default)
+        return type(spec.default)(value)
+
+    def embed(self, text: str) -> np.ndarray:
+        return self.encoder.encode([text])[0]
+
+
+REGISTRY: dict[str, type[Retriever]] = {}
+
+
+def register(cls: type[Retriever]) -> type[Retriever]:
+    REGISTRY[cls.name] = cls
+    return cls
+
+
+def get_retriever_class(name: str) -> type[Retriever]:
+    _load_all()
+    if name not in REGISTRY:
+        raise UnknownMethodError(f"Unknown retrieval method '{name}'. Choose one of: {', '.join(sorted(REGISTRY))}.")
+    return REGISTRY[name]
+
+
+def method_names() -> list[str]:
+    _load_all()
+    return list(REGISTRY)
+
+
+def _load_all() -> None:
+    # Importing the modules registers them; the import order is the menu order.
+    from backend.retrieval import bm25, dense, hikey, hybrid  # noqa: F401
+
+
+def minmax(x: np.ndarray) -> np.ndarray:
+    if x.size == 0:
+        return x
+    lo, hi = float(x.min()), float(x.max())
+    if hi - lo < 1e-12:
+        return np.zeros_like(x) if hi <= 0 else np.ones_like(x)
+    return (x - lo) / (hi - lo)
+
+
+def top_scored(ids: list[str], scores: np.ndarray, k: int, why: str) -> list[ScoredNode]:
+    if k <= 0 or not len(ids):
+        return []
+    k = min(k, len(ids))
+    top = np.argpartition(-scores, k - 1)[:k]
+    top = top[np.lexsort((top, -scores[top]))]
+    return [ScoredNode(node_id=ids[i], score=round(float(scores[i]), 6), why=why) for i in top]

@@ -1,0 +1,24 @@
+"""Flat hybrid: per-query min-max normalised BM25 and dense scores, mixed by alpha."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from backend.retrieval.base import ParamSpec, Retriever, minmax, register, top_scored
+from backend.types import RankStep, ScoredNode, Trace
+
+
+@register
+class HybridRetriever(Retriever):
+    name = "hybrid"
+    description = "Min-max fused BM25 + dense over paragraphs, tables and figures."
+    params = (ParamSpec("alpha", 0.5, 0.0, 1.0, "Weight of BM25 against dense."),)
+
+    def retrieve(self, query: str, top_k: int, params: dict[str, Any], trace: Trace) -> list[ScoredNode]:
+        alpha = float(params.get("alpha", self.settings.retrieval.hybrid_alpha))
+        layer = self.corpus.layers["components"]
+        scores = alpha * minmax(layer.lexical.scores(query)) + (1 - alpha) * minmax(layer.dense.scores(self.embed(query)))
+        results = top_scored(layer.ids, scores, top_k, f"hybrid alpha={alpha:g}")
+        trace.params["alpha"] = alpha
+        trace.add(RankStep(label="Hybrid (min-max BM25 + dense) over components", index="hybrid", candidates=results))
+        return results

@@ -1,0 +1,296 @@
+"""The one facade the UI, the CLI and the tests call. It owns the settings, the (lazily loaded)
+encoder, and a cache of loaded corpora keyed by workspace folder and database generation.
+
+Workspaces: a shared sample workspace built from sample_corpus/ at start, and one workspace per
+browser session (a copy of the sample workspace plus that session's uploads), so uploads of one
+session are never visible to another.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import shutil
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+from backend.config import Settings
+from backend.errors import EmptyCorpusError, StrataError, WorkspaceError
+from backend.graph.corpus import Corpus
+from backend.graph.store import WorkspaceStore
+from backend.index.encoders import SentenceTransformerEncoder, TextEncoder
+from backend.index.vector import gpu_available
+from backend.ingest.pipeline import Ingestor
+from backend.llm.rules import RulesBackend
+from backend.packing import TokenBudgetPacker
+from backend.reader import EvidenceReader
+from backend.retrieval.base import get_retriever_class, method_names
+from backend.types import (
+    AskResult,
+    Block,
+    BlockKind,
+    Document,
+    Highlight,
+    IngestReport,
+    MethodInfo,
+    PageView,
+    ParamInfo,
+    ProgressEvent,
+    ResultItem,
+    Section,
+    Trace,
+)
+
+log = logging.getLogger(__name__)
+
+SAMPLE_DIR = Path(__file__).resolve().parent.parent / "sample_corpus"
+BLOCK_COLORS = {
+    BlockKind.TITLE: "#7b2cbf",
+    BlockKind.HEADING: "#d00000",
+    BlockKind.PARAGRAPH: "#1d4ed8",
+    BlockKind.LIST_ITEM: "#0891b2",
+    BlockKind.CAPTION: "#ea580c",
+    BlockKind.TABLE: "#15803d",
+    BlockKind.FIGURE: "#a16207",
+    BlockKind.HEADER: "#9ca3af",
+    BlockKind.FOOTER: "#9ca3af",
+    BlockKind.PAGE_NUMBER: "#9ca3af",
+}
+
+
+class Service:
+    def __init__(self, settings: Settings | None = None, encoder: TextEncoder | None = None) -> None:
+        self.settings = settings or Settings()
+        self._encoder = encoder
+        self._corpora: dict[Path, Corpus] = {}
+        self._lock = threading.RLock()
+        self._write_locks: dict[Path, threading.Lock] = {}
+
+    # ---------------------------------------------------------------- shared pieces
+
+    @property
+    def encoder(self) -> TextEncoder:
+        if self._encoder is None:
+            self._encoder = SentenceTransformerEncoder(self.settings.index)
+        return self._encoder
+
+    def device_info(self) -> str:
+        enc = self.encoder
+        device = getattr(enc, "device", "cpu")
+        if device == "cuda":
+            import torch
+
+            device = f"GPU ({torch.cuda.get_device_name(0)})"
+        else:
+            device = "CPU"
+        faiss_dev = "FAISS GPU" if gpu_available(self.settings.index.use_gpu_faiss) else "FAISS CPU"
+        return f"{device}, {faiss_dev}, encoder {enc.name}, LLM backend {self.settings.reader.llm_backend}"
+
+    def methods(self) -> list[MethodInfo]:
+        out = []
+        for name in method_names():
+            cls = get_retriever_class(name)
+            out.append(MethodInfo(name=name, description=cls.description, params=[ParamInfo(**p.__dict__) if hasattr(p, "__dict__") else ParamInfo(name=p.name, default=p.default, minimum=p.minimum, maximum=p.maximum, description=p.description) for p in cls.params]))
+        return out
+
+    def _store(self, workspace: Path, create: bool = False) -> WorkspaceStore:
+        return WorkspaceStore(Path(workspace), create=create)
+
+    def corpus(self, workspace: Path) -> Corpus:
+        """The loaded corpus of a workspace, reloaded when its database has changed."""
+        key = Path(workspace).resolve()
+        store = self._store(key)
+        try:
+            generation = store.generation
+            with self._lock:
+                cached = self._corpora.get(key)
+                if cached is not None and cached.generation == generation:
+                    return cached
+                corpus = Corpus.load(
+                    store, dim=self.encoder.dim, use_gpu=gpu_available(self.settings.index.use_gpu_faiss)
+                )
+                self._corpora[key] = corpus
+                return corpus
+        finally:
+            store.close()
+
+    # ---------------------------------------------------------------- workspaces
+
+    def ingest(
+        self,
+        workspace: Path,
+        files: list[Path],
+        progress: Callable[[ProgressEvent], None] | None = None,
+        display_names: list[str] | None = None,
+    ) -> IngestReport:
+        key = Path(workspace).resolve()
+        with self._lock:
+            lock = self._write_locks.setdefault(key, threading.Lock())
+        with lock:
+            store = self._store(key, create=True)
+            try:
+                return Ingestor(self.settings, self.encoder).ingest(store, [Path(f) for f in files], progress, display_names)
+            finally:
+                store.close()
+
+    def documents(self, workspace: Path) -> list[Document]:
+        if not (Path(workspace) / "strata.sqlite").exists():
+            return []
+        store = self._store(workspace)
+        try:
+            return store.documents()
+        finally:
+            store.close()
+
+    def remove_document(self, workspace: Path, doc_id: str) -> Document:
+        store = self._store(workspace)
+        try:
+            return store.remove_document(doc_id)
+        finally:
+            store.close()
+
+    def sections(self, workspace: Path, doc_id: str) -> list[Section]:
+        corpus = self.corpus(workspace)
+        return [s for s in corpus.sections.values() if s.doc == doc_id]
+
+    def ensure_sample_workspace(self, progress: Callable[[ProgressEvent], None] | None = None) -> Path:
+        """Build (once) the shared workspace of the sample corpus."""
+        path = (self.settings.workspace_root / "sample").resolve()
+        pdfs = sorted(SAMPLE_DIR.glob("*.pdf"))
+        have = {d.file_name for d in self.documents(path)}
+        if {p.name for p in pdfs} - have:
+            report = self.ingest(path, pdfs, progress)
+            for f in report.failed:
+                log.error("sample %s failed: %s", f.file_name, f.reason)
+        return path
+
+    def new_session_workspace(self, base: Path | None = None) -> Path:
+        """A private workspace for one browser session: a copy of `base` (the sample workspace)."""
+        path = (self.settings.workspace_root / "sessions" / uuid.uuid4().hex[:16]).resolve()
+        if base is not None and (Path(base) / "strata.sqlite").exists():
+            shutil.copytree(base, path)
+        else:
+            path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    # ---------------------------------------------------------------- asking
+
+    def ask(
+        self,
+        workspace: Path,
+        question: str,
+        method: str | None = None,
+        top_k: int | None = None,
+        params: dict | None = None,
+        budget: int | None = None,
+    ) -> AskResult:
+        question = (question or "").strip()
+        if not question:
+            raise StrataError("The question is empty. Type a question about your documents.")
+        method = method or self.settings.retrieval.default_method
+        top_k = int(top_k or self.settings.retrieval.top_k)
+        budget = int(budget or self.settings.reader.token_budget)
+        params = dict(params or {})
+        cls = get_retriever_class(method)
+        corpus = self.corpus(workspace)
+        if not corpus.documents:
+            raise EmptyCorpusError("This workspace has no documents yet. Upload a PDF in the Library tab first.")
+        timings: dict[str, float] = {}
+        t = time.perf_counter()
+        retriever = cls(corpus, self.encoder, self.settings)
+        trace = Trace(method=method)
+        hits = retriever.retrieve(question, top_k, params, trace)
+        timings["retrieve"] = round((time.perf_counter() - t) * 1000, 2)
+        t = time.perf_counter()
+        packer = TokenBudgetPacker(corpus, self.encoder.count_tokens, self.settings.reader.associates_per_anchor)
+        pack = packer.pack(question, hits, budget)
+        timings["pack"] = round((time.perf_counter() - t) * 1000, 2)
+        t = time.perf_counter()
+        llm = RulesBackend()
+        reader = EvidenceReader(corpus, llm, self.settings.reader.abstain_threshold)
+        answer = reader.read(question, self.encoder.encode([question])[0], pack)
+        timings["read"] = round((time.perf_counter() - t) * 1000, 2)
+        timings["total"] = round(sum(timings.values()), 2)
+        results = [self._result_item(corpus, i + 1, h.node_id, h.score, h.why) for i, h in enumerate(hits)]
+        return AskResult(
+            question=question, method=method, results=results, pack=pack, answer=answer, trace=trace, timings_ms=timings,
+            llm_backend=llm.name, llm_calls=llm.usage.calls, llm_tokens=llm.usage.prompt_tokens + llm.usage.completion_tokens,
+        )
+
+    def repack(self, workspace: Path, result: AskResult, budget: int) -> AskResult:
+        """Pack the same ranked results under another token budget and read again."""
+        corpus = self.corpus(workspace)
+        from backend.types import ScoredNode
+
+        hits = [ScoredNode(node_id=r.node_id, score=r.score, why=r.why) for r in result.results if r.node_id in corpus.nodes]
+        packer = TokenBudgetPacker(corpus, self.encoder.count_tokens, self.settings.reader.associates_per_anchor)
+        pack = packer.pack(result.question, hits, budget)
+        llm = RulesBackend()
+        answer = EvidenceReader(corpus, llm, self.settings.reader.abstain_threshold).read(
+            result.question, self.encoder.encode([result.question])[0], pack
+        )
+        return result.model_copy(update={"pack": pack, "answer": answer})
+
+    @staticmethod
+    def _result_item(corpus: Corpus, rank: int, node_id: str, score: float, why: str) -> ResultItem:
+        node = corpus.nodes[node_id]
+        return ResultItem(
+            rank=rank, node_id=node_id, doc=corpus.documents[node.doc].file_name, page=node.page, bbox=node.bbox,
+            kind=node.kind, section_path=corpus.section_path(node_id), text=node.text, score=score, why=why,
+        )
+
+    # ---------------------------------------------------------------- pages
+
+    def page_view(self, workspace: Path, doc_id: str, page: int) -> PageView:
+        store = self._store(workspace)
+        try:
+            doc = store.document(doc_id)
+            if doc is None:
+                raise WorkspaceError(f"No document with id '{doc_id}' in this workspace.")
+            page = min(max(1, int(page)), doc.pages)
+            w, h = doc.page_sizes[page - 1]
+            return PageView(doc_id=doc_id, file_name=doc.file_name, page=page, pages=doc.pages, width=w, height=h, blocks=store.blocks(doc_id, page))
+        finally:
+            store.close()
+
+    def render_page(self, workspace: Path, doc_id: str, page: int, highlights: list[Highlight] | None = None, dpi: int = 90):
+        """The page as a PIL image with the given boxes drawn on it."""
+        import pymupdf
+        from PIL import Image, ImageDraw
+
+        store = self._store(workspace)
+        try:
+            pdf_path = store.pdf_path(doc_id)
+        finally:
+            store.close()
+        if not pdf_path.exists():
+            raise WorkspaceError(f"The PDF of document '{doc_id}' is missing from the workspace; ingest it again.")
+        with pymupdf.open(pdf_path) as pdf:
+            page = min(max(1, int(page)), pdf.page_count)
+            pix = pdf[page - 1].get_pixmap(dpi=dpi)
+            img = Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
+        scale = dpi / 72.0
+        overlay = Image.new("RGBA", img.size, (0, 0, 0, 0))
+        draw = ImageDraw.Draw(overlay)
+        for hl in highlights or []:
+            x0, y0, x1, y1 = (v * scale for v in hl.bbox)
+            rgb = tuple(int(hl.color.lstrip("#")[i:i + 2], 16) for i in (0, 2, 4))
+            draw.rectangle([x0 - 1, y0 - 1, x1 + 1, y1 + 1], outline=rgb + (255,), width=2, fill=rgb + (40,))
+            if hl.label:
+                draw.text((x0 + 2, max(0, y0 - 11)), hl.label, fill=rgb + (255,))
+        return Image.alpha_composite(img.convert("RGBA"), overlay).convert("RGB")
+
+    def block_highlights(self, blocks: list[Block]) -> list[Highlight]:
+        return [
+            Highlight(bbox=b.bbox, color=BLOCK_COLORS.get(b.kind, "#000000"), label=f"{i + 1} {b.kind.value}" + (f" L{b.level}" if b.level else ""))
+            for i, b in enumerate(blocks)
+        ]
+
+    @staticmethod
+    def png_bytes(image) -> bytes:
+        buf = io.BytesIO()
+        image.save(buf, format="PNG")
+        return buf.getvalue()

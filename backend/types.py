@@ -1,0 +1,351 @@
+"""The data model. Everything that crosses a module boundary is one of these types.
+
+Persistent graph records (Document, Section, Node, Edge) and query-time records (results,
+traces, packs, answers) are pydantic models so that they round-trip through JSON: a run can be
+saved, replayed in the UI and scored offline.
+"""
+
+from __future__ import annotations
+
+from enum import Enum, IntEnum
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+BBox = tuple[float, float, float, float]  # x0, y0, x1, y1 in PDF points, top-left origin (PyMuPDF)
+DocId = str
+NodeId = str
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    def to_dict(self) -> dict:
+        return self.model_dump(mode="json")
+
+    @classmethod
+    def from_dict(cls, data: dict):
+        return cls.model_validate(data)
+
+
+class Layer(IntEnum):
+    DOCUMENT = 0  # documents and their section tree
+    COMPONENT = 1  # paragraph, table, figure
+    SUBCOMPONENT = 2  # sentence, table row (with header), image region
+    ENTITY = 3  # optional entity graph
+
+
+class NodeKind(str, Enum):
+    DOCUMENT = "document"
+    SECTION = "section"
+    PARAGRAPH = "paragraph"
+    TABLE = "table"
+    FIGURE = "figure"
+    SENTENCE = "sentence"
+    ROW = "row"
+    OBJECT = "object"
+    ENTITY = "entity"
+
+
+COMPONENT_KINDS = (NodeKind.PARAGRAPH, NodeKind.TABLE, NodeKind.FIGURE)
+SUBCOMPONENT_KINDS = (NodeKind.SENTENCE, NodeKind.ROW, NodeKind.OBJECT)
+
+
+class EdgeKind(str, Enum):
+    CONTAINS = "contains"  # hierarchy: doc -> section -> component -> subcomponent
+    NEXT = "next"  # reading order inside a section
+    LINK = "link"  # PDF link annotation inside a document
+    XREF = "xref"  # "Table 2", "Section 4.1" in text -> the labelled unit
+    CAPTION = "caption"  # caption paragraph -> its table/figure
+    DOC_LINK = "doc_link"  # document -> another document of the corpus
+    MENTIONS = "mentions"
+    RELATION = "relation"
+
+
+class BlockKind(str, Enum):
+    """What a layout block on a page is; drives the colours of the parse view."""
+
+    TITLE = "title"
+    HEADING = "heading"
+    PARAGRAPH = "paragraph"
+    LIST_ITEM = "list_item"
+    CAPTION = "caption"
+    TABLE = "table"
+    FIGURE = "figure"
+    HEADER = "header"  # running header (furniture)
+    FOOTER = "footer"  # running footer (furniture)
+    PAGE_NUMBER = "page_number"  # furniture
+
+
+FURNITURE_KINDS = (BlockKind.HEADER, BlockKind.FOOTER, BlockKind.PAGE_NUMBER)
+
+
+class Document(Model):
+    id: DocId
+    file_name: str
+    title: str
+    pages: int
+    sha256: str
+    bytes: int
+    card: str = Field(description="HiKEY Doc_card: title + high-level section paths (+ TOC entries).")
+    summary: str = Field("", description="Opening text of the document, used as routing context.")
+    hierarchy_source: str = Field(description="outline | numbering+font | flat")
+    page_sizes: list[tuple[float, float]]
+    warnings: list[str] = Field(default_factory=list)
+
+
+class Section(Model):
+    id: NodeId
+    doc: DocId
+    title: str
+    number: str | None = None
+    level: int = Field(description="0 = document root, 1 = top-level section, ...")
+    parent: NodeId | None
+    path: list[str] = Field(description="Titles from the document title down to this section.")
+    page: int
+    bbox: BBox | None
+    confidence: float = Field(description="How sure the parser is that this is a heading (1.0 = from the outline).")
+    source: str = Field(description="root | outline | numbering | font | toc")
+
+
+class Node(Model):
+    id: NodeId
+    layer: Layer
+    kind: NodeKind
+    doc: DocId
+    text: str
+    section: NodeId | None = None
+    page: int = Field(1, description="1-based page number.")
+    bbox: BBox | None = None
+    parent: NodeId | None = None
+    crop: str | None = Field(None, description="Crop image path relative to the workspace.")
+    label: str | None = Field(None, description="'Table 2', 'Figure 3b' when the unit is labelled.")
+    role: str | None = Field(None, description="Layout role of a paragraph: paragraph | caption | list_item | title.")
+    order: int = Field(0, description="Reading order inside the document.")
+    context: str = Field("", description="HiKEY upper context / caption for tables and figures.")
+
+
+class Edge(Model):
+    src: NodeId
+    dst: NodeId
+    kind: EdgeKind
+    weight: float = 1.0
+    provenance: str = ""
+
+
+class Block(Model):
+    """A layout block of a page, as the parse view draws it."""
+
+    page: int
+    bbox: BBox
+    kind: BlockKind
+    text: str
+    order: int
+    level: int | None = None
+    confidence: float | None = None
+    node: NodeId | None = None
+
+
+class PendingDocLink(Model):
+    """A link from a unit to another file, resolved against the corpus after parsing."""
+
+    src: NodeId
+    target: str = Field(description="File name or URI the link names.")
+    provenance: str
+
+
+class ParsedDocument(Model):
+    document: Document
+    sections: list[Section]
+    nodes: list[Node]
+    edges: list[Edge]
+    blocks: list[Block]
+    doc_links: list[PendingDocLink] = Field(default_factory=list)
+    stage_seconds: dict[str, float] = Field(default_factory=dict)
+
+
+# ---------------------------------------------------------------- ingest reporting
+
+
+class ProgressEvent(Model):
+    stage: str
+    doc: str
+    done: int
+    total: int
+    message: str = ""
+
+
+class FileReport(Model):
+    file_name: str
+    status: Literal["ingested", "replaced", "unchanged", "failed"]
+    doc_id: DocId | None = None
+    title: str | None = None
+    reason: str | None = None
+    pages: int = 0
+    counts: dict[str, int] = Field(default_factory=dict)
+    warnings: list[str] = Field(default_factory=list)
+    seconds: float = 0.0
+
+
+class IngestReport(Model):
+    workspace: str
+    files: list[FileReport]
+
+    @property
+    def ok(self) -> list[FileReport]:
+        return [f for f in self.files if f.status != "failed"]
+
+    @property
+    def failed(self) -> list[FileReport]:
+        return [f for f in self.files if f.status == "failed"]
+
+
+# ---------------------------------------------------------------- query time
+
+
+class ScoredNode(Model):
+    node_id: NodeId
+    score: float
+    why: str = ""
+
+
+class ResultItem(Model):
+    rank: int
+    node_id: NodeId
+    doc: str = Field(description="File name of the document.")
+    page: int
+    bbox: BBox | None
+    kind: NodeKind
+    section_path: list[str]
+    text: str
+    score: float
+    why: str = ""
+
+
+class RankStep(Model):
+    kind: Literal["rank"] = "rank"
+    label: str
+    index: str = Field(description="What was searched: bm25 | dense | hybrid | ...")
+    candidates: list[ScoredNode]
+
+
+class DocScore(Model):
+    doc_id: DocId
+    file_name: str
+    bm25: float
+    dense: float
+    score: float
+
+
+class RouteDocsStep(Model):
+    kind: Literal["route_docs"] = "route_docs"
+    alpha: float
+    docs: list[DocScore]
+    kept: int
+
+
+class SectionScore(Model):
+    section_id: NodeId
+    path: list[str]
+    doc_score: float
+    section_score: float
+    final: float
+    anchor: NodeId
+
+
+class RankSectionsStep(Model):
+    kind: Literal["rank_sections"] = "rank_sections"
+    lam: float
+    sections: list[SectionScore]
+
+
+TraceStep = Annotated[Union[RankStep, RouteDocsStep, RankSectionsStep], Field(discriminator="kind")]
+
+
+class Trace(Model):
+    method: str
+    params: dict[str, float | int | str | bool] = Field(default_factory=dict)
+    steps: list[TraceStep] = Field(default_factory=list)
+
+    def add(self, step) -> None:
+        self.steps.append(step)
+
+
+class PackedUnit(Model):
+    node_id: NodeId
+    role: Literal["anchor", "header", "sibling", "associate"]
+    tokens: int
+    path: list[str]
+    anchor: NodeId | None = Field(None, description="The anchor this unit was packed for.")
+
+
+class EvidencePack(Model):
+    budget: int
+    tokens: int
+    units: list[PackedUnit]
+    text: str = Field(description="The serialised reader input (HiKEY appendix E/G).")
+
+
+class Citation(Model):
+    n: int
+    node_id: NodeId
+    doc: str
+    page: int
+    bbox: BBox | None
+    kind: NodeKind
+    section_path: list[str]
+    text: str
+
+
+class Answer(Model):
+    text: str
+    abstained: bool
+    citations: list[Citation] = Field(default_factory=list)
+    confidence: float = 0.0
+    reason: str = ""
+
+
+class AskResult(Model):
+    question: str
+    method: str
+    results: list[ResultItem]
+    pack: EvidencePack
+    answer: Answer
+    trace: Trace
+    timings_ms: dict[str, float]
+    llm_backend: str
+    llm_calls: int = 0
+    llm_tokens: int = 0
+
+
+# ---------------------------------------------------------------- service views
+
+
+class ParamInfo(Model):
+    name: str
+    default: float | int
+    minimum: float | int
+    maximum: float | int
+    description: str
+
+
+class MethodInfo(Model):
+    name: str
+    description: str
+    params: list[ParamInfo] = Field(default_factory=list)
+
+
+class Highlight(Model):
+    bbox: BBox
+    color: str = "#ff2d55"
+    label: str = ""
+
+
+class PageView(Model):
+    doc_id: DocId
+    file_name: str
+    page: int
+    pages: int
+    width: float
+    height: float
+    blocks: list[Block]
