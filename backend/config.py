@@ -41,7 +41,7 @@ class IndexSettings(_Section):
         "or a local sentence-transformers folder.",
     )
     device: str = Field("auto", description="auto | cpu | cuda. auto picks CUDA when torch sees a GPU.")
-    batch_size: int = Field(64, description="Encoder batch size.")
+    batch_size: int = Field(16, description="Encoder batch size (small batches waste less padding on CPU).")
     use_gpu_faiss: str = Field("auto", description="auto | yes | no. auto uses FAISS GPU when faiss.get_num_gpus() > 0.")
 
 
@@ -51,6 +51,7 @@ class RetrievalSettings(_Section):
     hybrid_alpha: float = Field(0.5, description="Weight of BM25 (vs dense) in min-max fused hybrid scores.")
     hikey_docs: int = Field(8, description="HiKEY Stage-1: documents routed to Stage 2.")
     hikey_lambda: float = Field(0.3, description="HiKEY final score weight of the document score.")
+    hikey_card_weight: float = Field(0.5, description="HiKEY Stage-1 weight of the Doc_card score against the best unit in the document.")
     hikey_gamma: float = Field(0.0, description="HiKEY weight of the visual score for tables/figures (0 without an image encoder).")
 
 

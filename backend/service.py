@@ -294,3 +294,20 @@ class Service:
         buf = io.BytesIO()
         image.save(buf, format="PNG")
         return buf.getvalue()
+
+    # ---------------------------------------------------------------- added for the UI
+
+    def remove_session_workspace(self, workspace: Path) -> None:
+        """Delete one browser session's workspace folder and drop its cached corpus (the session
+        ended or the user started over). Refuses any folder that is not under workspace_root/sessions."""
+        path = Path(workspace).resolve()
+        sessions = (self.settings.workspace_root / "sessions").resolve()
+        if path.parent != sessions:
+            raise WorkspaceError(f"'{path}' is not a session workspace under '{sessions}'; it was not deleted.")
+        with self._lock:
+            self._corpora.pop(path, None)
+            lock = self._write_locks.pop(path, None) or threading.Lock()
+        with lock:  # waits for an ingest into this workspace to finish
+            if path.exists():
+                shutil.rmtree(path)
+        log.info("removed session workspace %s", path.name)

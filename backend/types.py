@@ -232,8 +232,9 @@ class RankStep(Model):
 class DocScore(Model):
     doc_id: DocId
     file_name: str
-    bm25: float
-    dense: float
+    bm25: float = Field(description="BM25 of the query against the Doc_card.")
+    dense: float = Field(description="Cosine of the query with the Doc_card.")
+    evidence: float = Field(0.0, description="Normalised best unit score inside the document.")
     score: float
 
 

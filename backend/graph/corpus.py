@@ -93,6 +93,11 @@ class Corpus:
             if n.layer == Layer.COMPONENT:
                 self.components_by_doc[n.doc].append(n.id)
         self.layers = self._build_layers(nodes, embeddings, dim, use_gpu, index_dir, generation)
+        doc_row = {d: i for i, d in enumerate(self.layers["documents"].ids)}
+        # (n_components,) row of each component's document in the documents layer
+        self.component_doc_rows = np.array(
+            [doc_row.get(self.nodes[c].doc, -1) for c in self.layers["components"].ids], dtype=np.int64
+        )
 
     # ---------------------------------------------------------------- construction
 

@@ -17,6 +17,8 @@ from backend.ingest.layout import LayoutBlock
 from backend.types import BlockKind, Section
 
 TOC_LINE_RE = re.compile(r"^(?P<title>.*?\w.*?)\s*(?:\.{2,}|…+|\s{2,}|\s)\s*(?P<page>\d{1,4}|[ivxlc]{1,5})$", re.IGNORECASE)
+TOC_NUMBER_LINE_RE = re.compile(r"(?:\d{1,4}|[A-Z])(?:\.\d{1,3})*\.?|[ivxlc]{1,6}")
+LEADER_RE = re.compile(r"(?:\s*\.){4,}\s*$|\s*…+\s*$")  # a dot leader ending a TOC line
 JUNK_TITLES = re.compile(r"^(untitled|microsoft word|document\d*|slide \d+|none)\b", re.IGNORECASE)
 
 
@@ -71,9 +73,18 @@ def _toc_pages(blocks: list[LayoutBlock]) -> tuple[set[int], list[str]]:
         hits = [m.group("title").strip(" .") for m in (TOC_LINE_RE.match(t) for t in lines) if m]
         has_word = any("contents" in t.lower() for t in lines[:10])
         number_lines = sum(1 for t in lines if re.fullmatch(r"\d{1,4}", t.strip()))
-        if len(hits) >= 6 and (has_word or len(hits) >= 0.5 * len(lines)):
+        # Entry numbers and page numbers set on lines of their own ("5" / "Managing Packages" /
+        # "29") say nothing either way; without this a TOC page that does not repeat the word
+        # "Contents" falls under the half-of-the-lines bar and its entries become headings.
+        worded = sum(1 for t in lines if not TOC_NUMBER_LINE_RE.fullmatch(t.strip()))
+        leaders = [t for t in lines if LEADER_RE.search(t)]
+        if len(hits) >= 6 and (has_word or len(hits) >= 0.5 * worded):
             pages.add(page)
             entries.extend(h for h in hits if len(h) > 2)
+        elif len(leaders) >= 6 and len(leaders) >= 0.25 * worded:
+            # Entry number, title + dot leader and page number on lines of their own (LaTeX).
+            pages.add(page)
+            entries.extend(e for e in (LEADER_RE.sub("", t).strip() for t in lines) if len(e) > 2 and not TOC_NUMBER_LINE_RE.fullmatch(e))
         elif has_word and number_lines >= 5:
             # Titles and page numbers on separate lines.
             pages.add(page)
@@ -102,6 +113,75 @@ def _merge_split_headings(blocks: list[LayoutBlock]) -> list[LayoutBlock]:
             prev.bbox = (min(prev.bbox[0], b.bbox[0]), prev.bbox[1], max(prev.bbox[2], b.bbox[2]), b.bbox[3])
             continue
         out.append(b)
+    return out
+
+
+_UNITS = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+_TEENS = ("ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen")
+_TENS = ("twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
+CHAPTER_LABEL_RE = re.compile(r"^(?:chapter|appendix)(?:\s+(?P<num>\S.{0,24}?))?\.?$", re.IGNORECASE)
+ROMAN_RE = re.compile(r"^[IVXLC]{1,7}$")
+
+
+def _number_word(text: str) -> int | None:
+    """1-99 written as a word, as LaTeX chapter labels do ("ONE", "TWENTYONE", "twenty-two")."""
+    word = re.sub(r"[\s\-]+", "", text.lower())
+    for i, unit in enumerate((*_UNITS, *_TEENS)):
+        if word == unit:
+            return i + 1
+    for i, tens in enumerate(_TENS):
+        if word.startswith(tens):
+            rest = word[len(tens):]
+            if not rest:
+                return 20 + 10 * i
+            if rest in _UNITS:
+                return 20 + 10 * i + _UNITS.index(rest) + 1
+    return None
+
+
+def _label_number(text: str) -> str | None:
+    """The chapter number a label part names: "3", "IV", "B" (appendix), "ONE" -> "1"."""
+    text = text.strip().rstrip(".:")
+    if re.fullmatch(r"\d{1,3}", text) or ROMAN_RE.fullmatch(text) or re.fullmatch(r"[A-Z]", text):
+        return text
+    n = _number_word(text)
+    return str(n) if n is not None else None
+
+
+def _fold_chapter_labels(blocks: list[LayoutBlock]) -> list[LayoutBlock]:
+    """Fold a chapter label set apart from its title ("CHAPTER" / "ONE" / "ABOUT THIS MANUAL",
+    "Chapter 3" / "Methods") into the title block, which takes the label's number. Without this
+    the label becomes a level-1 section of its own and the real title sinks a level."""
+    out: list[LayoutBlock] = []
+    i = 0
+    while i < len(blocks):
+        b = blocks[i]
+        m = CHAPTER_LABEL_RE.match(b.text.strip()) if b.heading_candidate else None
+        if m is None:
+            out.append(b)
+            i += 1
+            continue
+        label = [b]
+        number = _label_number(m.group("num")) if m.group("num") else None
+        j = i + 1
+        if m.group("num") is None and j < len(blocks) and blocks[j].page == b.page and blocks[j].heading_candidate:
+            number = _label_number(blocks[j].text)
+            if number is not None:
+                label.append(blocks[j])
+                j += 1
+        title = blocks[j] if j < len(blocks) else None
+        if number is None or title is None or title.page != b.page or not title.heading_candidate or title.number:
+            out.append(b)
+            i += 1
+            continue
+        title.number = number
+        title.lines = [ln for blk in label for ln in blk.lines] + title.lines
+        title.bbox = (
+            min(blk.bbox[0] for blk in (*label, title)), min(blk.bbox[1] for blk in (*label, title)),
+            max(blk.bbox[2] for blk in (*label, title)), max(blk.bbox[3] for blk in (*label, title)),
+        )
+        out.append(title)
+        i = j + 1
     return out
 
 
@@ -200,7 +280,7 @@ def _font_numbering_headings(
 def build_hierarchy(
     blocks: list[LayoutBlock], toc: list[list], metadata_title: str, file_stem: str, body_size: float
 ) -> tuple[list[LayoutBlock], Hierarchy]:
-    blocks = _merge_split_headings(blocks)
+    blocks = _fold_chapter_labels(_merge_split_headings(blocks))
     for i, b in enumerate(blocks):
         b.order = i
     title_block = _pick_title(blocks, body_size)

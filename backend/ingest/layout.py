@@ -27,7 +27,9 @@ NUMBERED_HEADING_RE = re.compile(
 BULLET_RE = re.compile(r"^(?:[•·▪‣◦●○■□➢►\-–*]\s*|\(?[a-z]\)\s+|\(\d{1,2}\)\s+|\d{1,2}\)\s+)")
 PAGE_NUMBER_RE = re.compile(r"^(?:page\s*)?[-–]?\s*\d{1,4}\s*[-–]?(?:\s*(?:of|/)\s*\d{1,4})?$", re.IGNORECASE)
 ROMAN_PAGE_RE = re.compile(r"^[ivxlc]{1,6}$", re.IGNORECASE)
+FOLIO_RE = re.compile(r"^(\d{1,4})\b|\b(\d{1,4})$")  # a printed page number at the start or end of a margin line
 MARGIN_FRACTION = 0.085
+WORD_RE = re.compile(r"[^\W\d_]{2,}")
 
 
 @dataclass(slots=True)
@@ -159,11 +161,14 @@ def _classify_text(block: LayoutBlock, body_size: float) -> None:
         number = hm.group("app") or hm.group("num") or hm.group("alpha") or hm.group("roman") or None
         if hm.group("roman") is not None and not hm.group("roman"):
             number = None
-    has_letters = any(c.isalpha() for c in text)
+    # A word of two letters at least: index letters ("A", "R E") and symbols are not headings.
+    has_letters = WORD_RE.search(text) is not None
     looks_short = len(block.lines) <= 3 and n_words <= 22 and has_letters
     ends_sentence = text.rstrip().endswith((".", ",", ";")) and not (number and n_words <= 8)
     prominent = block.size >= body_size * 1.12 or (block.bold and block.size >= body_size * 0.95)
-    if looks_short and not ends_sentence and (prominent or (number and n_words <= 12 and block.size >= body_size)):
+    # In plain body text "1. Minute [0,59]" is a numbered list item; "2.1 Scope" and "3 Methods" stay candidates.
+    plain_numbered = number is not None and ("." in number or re.match(r"\d{1,2}\s", text) is not None)
+    if looks_short and not ends_sentence and (prominent or (plain_numbered and n_words <= 12 and block.size >= body_size)):
         if number and hm.group("roman") and not prominent:
             number = None  # "I went ..." is not a heading
         if prominent or number:
@@ -195,12 +200,41 @@ def _mark_furniture(blocks_by_page: dict[int, list[LayoutBlock]], pages: list[Ra
             zone_counts[(zone, key)].add(page_no)
             candidates.append((b, zone))
     min_repeats = max(2, int(0.3 * len(pages)))
+    folio_offset = _folio_offset(candidates, min_repeats)
     for b, zone in candidates:
         text = b.text.strip()
         if PAGE_NUMBER_RE.match(text) or ROMAN_PAGE_RE.match(text):
             b.kind = BlockKind.PAGE_NUMBER
-        elif len(zone_counts[(zone, _furniture_key(text))]) >= min_repeats:
+        elif len(zone_counts[(zone, _furniture_key(text))]) >= min_repeats or (
+            folio_offset is not None and b.page + folio_offset in _folio_numbers(text)
+        ):
             b.kind = BlockKind.HEADER if zone == "top" else BlockKind.FOOTER
+        if b.kind in (BlockKind.HEADER, BlockKind.FOOTER, BlockKind.PAGE_NUMBER):
+            # A bold running header was classified as a heading candidate before it was known
+            # to be furniture; hierarchy.py must not turn it into a section.
+            b.heading_candidate = False
+            b.number = None
+
+
+def _folio_numbers(text: str) -> set[int]:
+    return {int(g) for groups in FOLIO_RE.findall(text) for g in groups if g}
+
+
+def _folio_offset(candidates: list[tuple[LayoutBlock, str]], min_pages: int) -> int | None:
+    """printed page number - PDF page number, when margin blocks agree on one on enough pages.
+
+    Running headers that carry the chapter title ("4 Chapter 1. Scope", "2.3. Registering 7")
+    change text every chapter, so they never repeat often enough to be caught by their text;
+    the printed page number (folio) at their start or end gives them away instead.
+    """
+    pages_by_offset: dict[int, set[int]] = defaultdict(set)
+    for b, _zone in candidates:
+        for n in _folio_numbers(b.text.strip()):
+            pages_by_offset[n - b.page].add(b.page)
+    if not pages_by_offset:
+        return None
+    offset, pages = max(pages_by_offset.items(), key=lambda kv: len(kv[1]))
+    return offset if len(pages) >= max(3, min_pages) else None
 
 
 def _reading_order(blocks: list[LayoutBlock], width: float) -> list[LayoutBlock]:
@@ -217,7 +251,12 @@ def _reading_order(blocks: list[LayoutBlock], width: float) -> list[LayoutBlock]
         return "F"
 
     cols = [column(b) for b in blocks]
-    if not ("L" in cols and "R" in cols and sum(c != "F" for c in cols) >= 2):
+    left = [b for b, c in zip(blocks, cols) if c == "L"]
+    right = [b for b, c in zip(blocks, cols) if c == "R"]
+    # Two columns only when a left and a right block stand side by side; a right-aligned
+    # chapter label ("CHAPTER ONE") above single-column text is not a second column.
+    side_by_side = any(a.bbox[1] < b.bbox[3] and b.bbox[1] < a.bbox[3] for a in left for b in right)
+    if not side_by_side:
         return sorted(blocks, key=lambda b: (round(b.bbox[1], 0), b.bbox[0]))
     ordered: list[LayoutBlock] = []
     band: list[LayoutBlock] = []

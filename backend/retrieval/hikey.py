@@ -1,7 +1,9 @@
 """HiKEY coarse-to-fine retrieval.
 
 Stage 1 routes documents by their Doc_card (title + section paths): per-query min-max
-normalised BM25 and dense scores mixed by alpha. Stage 2 ranks the sections of the routed
+normalised BM25 and dense scores mixed by alpha, backed (weight 1 - card_weight) by the best
+unit score inside the document, because many corpora share one report template and their cards
+alone cannot tell documents apart. Stage 2 ranks the sections of the routed
 documents by MaxSim over their units, each unit scored with the type-specific unit score (text:
 hybrid of its text; table/figure: gamma * visual + (1 - gamma) * hybrid of caption/upper
 context + content; gamma is 0 without an image encoder). Final section score:
@@ -30,6 +32,7 @@ class HiKEYRetriever(Retriever):
         ParamSpec("docs", 8, 1, 100, "Stage 1: documents routed to Stage 2."),
         ParamSpec("alpha", 0.5, 0.0, 1.0, "BM25 weight in the hybrid scores."),
         ParamSpec("lam", 0.3, 0.0, 1.0, "Weight of the document score in the final section score."),
+        ParamSpec("card_weight", 0.5, 0.0, 1.0, "Stage 1: weight of the Doc_card against the best unit inside the document."),
     )
 
     def retrieve(self, query: str, top_k: int, params: dict[str, Any], trace: Trace) -> list[ScoredNode]:
@@ -37,17 +40,29 @@ class HiKEYRetriever(Retriever):
         n_docs = int(params.get("docs", rs.hikey_docs))
         alpha = float(params.get("alpha", rs.hybrid_alpha))
         lam = float(params.get("lam", rs.hikey_lambda))
-        trace.params.update({"docs": n_docs, "alpha": alpha, "lam": lam, "gamma": rs.hikey_gamma})
+        beta = float(params.get("card_weight", rs.hikey_card_weight))
+        trace.params.update({"docs": n_docs, "alpha": alpha, "lam": lam, "card_weight": beta, "gamma": rs.hikey_gamma})
         qvec = self.embed(query)
         corpus = self.corpus
-
-        # Stage 1: document routing on Doc_cards.
         docs = corpus.layers["documents"]
-        if not docs.ids:
+        comps = corpus.layers["components"]
+        if not docs.ids or not comps.ids:
             return []
+
+        # Type-specific unit scores (text: hybrid of the text; table/figure: hybrid of caption/upper
+        # context + content, whose visual term gamma * s_vis needs an image encoder).  (n_components,)
+        unit_score = alpha * minmax(comps.lexical.scores(query)) + (1 - alpha) * minmax(comps.dense.scores(qvec))
+
+        # Stage 1: document routing. Doc_card hybrid score, backed by the best unit inside the
+        # document so that documents with near-identical cards (report templates) still separate.
         bm = docs.lexical.scores(query)
         de = docs.dense.scores(qvec)
-        s_doc = alpha * minmax(bm) + (1 - alpha) * minmax(de)
+        card = alpha * minmax(bm) + (1 - alpha) * minmax(de)
+        best_unit = np.zeros(len(docs.ids), dtype=np.float32)
+        valid = corpus.component_doc_rows >= 0
+        np.maximum.at(best_unit, corpus.component_doc_rows[valid], unit_score[valid])
+        evidence = minmax(best_unit)
+        s_doc = beta * card + (1 - beta) * evidence
         order = np.lexsort((np.arange(len(s_doc)), -s_doc))
         kept = [docs.ids[i] for i in order[:n_docs]]
         doc_score = {docs.ids[i]: float(s_doc[i]) for i in order}
@@ -58,29 +73,23 @@ class HiKEYRetriever(Retriever):
                 docs=[
                     DocScore(
                         doc_id=docs.ids[i], file_name=corpus.documents[docs.ids[i]].file_name,
-                        bm25=round(float(bm[i]), 4), dense=round(float(de[i]), 4), score=round(float(s_doc[i]), 4),
+                        bm25=round(float(bm[i]), 4), dense=round(float(de[i]), 4), evidence=round(float(evidence[i]), 4),
+                        score=round(float(s_doc[i]), 4),
                     )
                     for i in order[: max(n_docs, 10)]
                 ],
             )
         )
 
-        # Stage 2: type-specific unit scores inside the routed documents, MaxSim per section.
-        comps = corpus.layers["components"]
-        cand_rows = np.array(
-            [comps.dense.row[c] for d in kept for c in corpus.components_by_doc.get(d, []) if c in comps.dense.row], dtype=np.int64
-        )
-        if not len(cand_rows):
-            return []
-        lex_all = comps.lexical.scores(query)
-        unit_bm = lex_all[cand_rows]
-        unit_de = comps.dense.matrix[cand_rows] @ qvec
-        unit_score = alpha * minmax(unit_bm) + (1 - alpha) * minmax(unit_de)
-        # (gamma * visual score would be added here for tables/figures with an image encoder)
+        # Stage 2: MaxSim per section inside the routed documents.
+        kept_set = set(kept)
         units_by_section: dict[str, list[tuple[str, float]]] = defaultdict(list)
-        for row, s in zip(cand_rows, unit_score):
-            node = corpus.nodes[comps.ids[row]]
-            units_by_section[node.section or node.doc].append((node.id, float(s)))
+        for d in kept_set:
+            for c in corpus.components_by_doc.get(d, []):
+                row = comps.dense.row.get(c)
+                if row is not None:
+                    node = corpus.nodes[c]
+                    units_by_section[node.section or node.doc].append((c, float(unit_score[row])))
         ranked_sections = []
         for sec_id, units in units_by_section.items():
             units.sort(key=lambda u: (-u[1], u[0]))

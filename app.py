@@ -1,0 +1,33 @@
+"""Start Strata's web app: settings -> Service -> ui.build(service) -> launch.
+
+Serves on 127.0.0.1:7860 unless Gradio's own GRADIO_SERVER_NAME / GRADIO_SERVER_PORT say
+otherwise (as on Hugging Face Spaces). Nothing else happens here: no parsing, no rendering.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import ui
+from backend.config import Settings
+from backend.service import Service
+
+log = logging.getLogger("strata.app")
+
+
+def main() -> None:
+    settings = Settings()
+    logging.basicConfig(
+        level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True
+    )
+    service = Service(settings)
+    sample = None
+    if settings.load_sample:
+        log.info("preparing the sample workspace")
+        sample = service.ensure_sample_workspace()
+    demo = ui.build(service, sample_workspace=sample)
+    demo.launch(**ui.launch_options(service))
+
+
+if __name__ == "__main__":
+    main()

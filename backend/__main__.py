@@ -1,0 +1,212 @@
+"""Command line: python -m backend ingest | ask | eval | inspect | serve.
+
+Machine-readable output goes to stdout and nothing else does; logs, warnings and progress go
+to stderr, so `--json` output can be piped into another program (DESIGN.md section 7).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+from backend.config import Settings
+from backend.errors import StrataError
+from backend.types import AskResult, ProgressEvent
+
+log = logging.getLogger("strata.cli")
+
+
+def _expand(paths: list[str]) -> list[Path]:
+    files: list[Path] = []
+    for p in paths:
+        path = Path(p)
+        if path.is_dir():
+            files.extend(sorted(f for f in path.rglob("*") if f.is_file() and f.suffix.lower() == ".pdf"))
+        else:
+            files.append(path)
+    return files
+
+
+def _progress(ev: ProgressEvent) -> None:
+    if ev.stage in ("done", "failed"):
+        print(f"[{ev.done}/{ev.total}] {ev.doc}: {ev.stage} {ev.message}", file=sys.stderr)
+
+
+def ask_json(result: AskResult) -> dict:
+    """The CLI's JSON contract for one answered question (field names are read by other tools)."""
+    return {
+        "question": result.question,
+        "method": result.method,
+        "answer": {
+            "text": result.answer.text,
+            "abstained": result.answer.abstained,
+            "citations": [c.node_id for c in result.answer.citations],
+        },
+        "results": [
+            {
+                "rank": r.rank, "node_id": r.node_id, "doc": r.doc, "page": r.page, "bbox": list(r.bbox) if r.bbox else None,
+                "kind": r.kind.value, "section_path": r.section_path, "text": r.text, "score": r.score,
+            }
+            for r in result.results
+        ],
+        "timings_ms": result.timings_ms,
+        "llm_calls": result.llm_calls,
+        "llm_backend": result.llm_backend,
+        "trace": result.trace.to_dict(),
+    }
+
+
+def _workspace(args, settings: Settings) -> Path:
+    ws = args.workspace or settings.workspace
+    if ws is None:
+        raise StrataError("No workspace given. Pass --workspace DIR or set STRATA_WORKSPACE.")
+    return Path(ws)
+
+
+def cmd_ingest(args, settings: Settings) -> int:
+    from backend.service import Service
+
+    files = _expand(args.paths)
+    if not files:
+        print("No PDF files found in the given paths.", file=sys.stderr)
+        return 2
+    report = Service(settings).ingest(_workspace(args, settings), files, _progress)
+    out = report.to_dict()
+    print(json.dumps(out, indent=None if args.json else 2))
+    for f in report.failed:
+        print(f"FAILED {f.file_name}: {f.reason}", file=sys.stderr)
+    return 0 if report.ok else 1
+
+
+def cmd_ask(args, settings: Settings) -> int:
+    from backend.service import Service
+
+    service = Service(settings)
+    ws = _workspace(args, settings)
+    params = json.loads(args.params) if args.params else {}
+    if args.questions:
+        if not args.out:
+            raise StrataError("--questions needs --out PRED.jsonl")
+        return _ask_batch(service, ws, args, params)
+    if not args.question:
+        raise StrataError("Give a QUESTION, or --questions FILE.jsonl --out PRED.jsonl.")
+    question = " ".join(args.question)
+    result = service.ask(ws, question, args.method, args.top_k, params, args.budget)
+    if args.json:
+        print(json.dumps(ask_json(result)))
+    else:
+        a = result.answer
+        print(("ABSTAINED: " if a.abstained else "") + a.text)
+        for c in a.citations:
+            print(f"  [{c.n}] {c.doc} p.{c.page} {' > '.join(c.section_path)}: {c.text[:160]}")
+        print(f"({result.method}, {result.timings_ms.get('total', 0):.0f} ms)")
+    return 0
+
+
+def _ask_batch(service, ws: Path, args, params: dict) -> int:
+    questions = [json.loads(line) for line in Path(args.questions).read_text().splitlines() if line.strip()]
+    if args.limit:
+        questions = questions[: args.limit]
+    out_path = Path(args.out)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    with out_path.open("w") as out:
+        for i, q in enumerate(questions):
+            result = service.ask(ws, q["question"], args.method, args.top_k, params, args.budget)
+            row = ask_json(result)
+            out.write(json.dumps({"id": q["id"], "results": row["results"], "answer": row["answer"], "timings_ms": row["timings_ms"], "llm_calls": row["llm_calls"]}) + "\n")
+            if (i + 1) % 25 == 0:
+                print(f"{i + 1}/{len(questions)} questions", file=sys.stderr)
+    print(str(out_path))
+    return 0
+
+
+def cmd_eval(args, settings: Settings) -> int:
+    from backend.eval.runner import run_eval
+
+    report = run_eval(
+        settings, _workspace(args, settings), Path(args.bench), args.method, top_k=args.top_k, limit=args.limit,
+        out_dir=Path(args.out_dir) if args.out_dir else None,
+    )
+    print(report)
+    return 0
+
+
+def cmd_inspect(args, settings: Settings) -> int:
+    from backend.service import Service
+
+    service = Service(settings)
+    docs = service.documents(_workspace(args, settings))
+    print(json.dumps([{"id": d.id, "file_name": d.file_name, "title": d.title, "pages": d.pages, "hierarchy": d.hierarchy_source} for d in docs], indent=2))
+    return 0
+
+
+def cmd_serve(args, settings: Settings) -> int:
+    import runpy
+
+    runpy.run_path(str(Path(__file__).resolve().parent.parent / "app.py"), run_name="__main__")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m backend", description="Strata: ask questions of a pile of PDFs.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def common(sp):
+        sp.add_argument("--workspace", help="workspace folder (default: STRATA_WORKSPACE)")
+        return sp
+
+    sp = common(sub.add_parser("ingest", help="add PDFs (files or folders) to a workspace"))
+    sp.add_argument("paths", nargs="+")
+    sp.add_argument("--json", action="store_true", help="one-line JSON report")
+    sp.set_defaults(fn=cmd_ingest)
+
+    sp = common(sub.add_parser("ask", help="ask a question (or a batch with --questions)"))
+    sp.add_argument("question", nargs="*")
+    sp.add_argument("--method", default=None)
+    sp.add_argument("--top-k", type=int, default=None)
+    sp.add_argument("--budget", type=int, default=None, help="token budget of the packed evidence")
+    sp.add_argument("--params", default=None, help='method parameters as JSON, e.g. \'{"docs": 5}\'')
+    sp.add_argument("--json", action="store_true")
+    sp.add_argument("--questions", help="questions.jsonl (bench format) to answer in one run")
+    sp.add_argument("--out", help="predictions.jsonl to write with --questions")
+    sp.add_argument("--limit", type=int, default=None)
+    sp.set_defaults(fn=cmd_ask)
+
+    sp = common(sub.add_parser("eval", help="ingest a benchmark folder's corpus and score a method on it"))
+    sp.add_argument("--bench", required=True, help="collection folder with corpus/ and questions.jsonl")
+    sp.add_argument("--method", default=None)
+    sp.add_argument("--top-k", type=int, default=30)
+    sp.add_argument("--limit", type=int, default=None)
+    sp.add_argument("--out-dir", default=None, help="where predictions are written (default: WORKSPACE/eval)")
+    sp.set_defaults(fn=cmd_eval)
+
+    sp = common(sub.add_parser("inspect", help="list the documents of a workspace"))
+    sp.set_defaults(fn=cmd_inspect)
+
+    sp = sub.add_parser("serve", help="start the web app (same as python app.py)")
+    sp.set_defaults(fn=cmd_serve)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        settings = Settings()
+    except ValueError as exc:
+        print(f"error: invalid STRATA_* setting: {exc}", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=settings.log_level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    for noisy in ("faiss.loader", "bm25s", "sentence_transformers", "httpx"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    try:
+        return args.fn(args, settings)
+    except StrataError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,288 @@
+"""The web app in a real browser: `python app.py` as a subprocess (its own workspace root in a
+tmp dir, so the sample workspace is built from scratch), driven with Playwright + Debian chromium.
+
+Covers: upload + live ingest progress + report, the parse view (page image, section tree, jump to
+a section), asking with citations shown on the page, PDF text that carries HTML/script payloads
+being shown escaped, and uploads of one browser session staying invisible to another.
+Screenshots of each step go to test-artifacts/ (git-ignored) for a human to look at.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+sync_api = pytest.importorskip("playwright.sync_api")
+pymupdf = pytest.importorskip("pymupdf")
+
+REPO = Path(__file__).resolve().parents[2]
+SHARED = REPO.parent / "shared"
+ARTIFACTS = REPO / "test-artifacts"
+SAMPLE_BRIEF = REPO / "sample_corpus" / "policy_brief.pdf"
+BENCH_CORPUS = SHARED / "bench" / "dev-tatqa-pdf" / "corpus"
+CHROMIUM = shutil.which("chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
+    "--disable-component-update",
+]
+SERVER_START_TIMEOUT_S = 240  # encoder load + building the sample workspace from 4 PDFs
+INGEST_TIMEOUT_MS = 120_000
+UI_TIMEOUT_MS = 30_000
+SCRIPT_PAYLOAD = "<script>window.__xss=1</script>"
+IMG_PAYLOAD = '<img src=x onerror="window.__xss=2">'
+FILLER = (
+    "Field teams measured shade, surface temperature and soil moisture on each street twice a month. "
+    "The readings were checked against the city weather station and corrected for drift. "
+)
+
+sync_api.expect.set_options(timeout=UI_TIMEOUT_MS)
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium is not installed (apt-get install chromium)")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _log_tail(path: Path, chars: int = 4000) -> str:
+    return path.read_text(errors="replace")[-chars:] if path.exists() else ""
+
+
+def _shot(page, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"ui_{name}.png"), full_page=True)
+
+
+# ---------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="module")
+def app_url(tmp_path_factory):
+    root = tmp_path_factory.mktemp("strata_app")
+    port = _free_port()
+    env = dict(
+        os.environ,
+        GRADIO_SERVER_PORT=str(port),
+        GRADIO_SERVER_NAME="127.0.0.1",
+        GRADIO_ANALYTICS_ENABLED="False",
+        STRATA_WORKSPACE_ROOT=str(root / "workspaces"),
+        GRADIO_TEMP_DIR=str(root / "gradio_tmp"),
+        PYTHONUNBUFFERED="1",
+    )
+    log_path = root / "app.log"
+    log = log_path.open("wb")
+    proc = subprocess.Popen([sys.executable, "app.py"], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"app.py exited with code {proc.returncode} before serving:\n{_log_tail(log_path)}")
+            try:
+                with urllib.request.urlopen(url, timeout=2) as resp:
+                    if resp.status == 200:
+                        break
+            except (urllib.error.URLError, OSError):
+                pass  # not listening yet
+            if time.monotonic() > deadline:
+                pytest.fail(f"app.py did not answer on {url} within {SERVER_START_TIMEOUT_S} s:\n{_log_tail(log_path)}")
+            time.sleep(0.5)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+def _open_session(browser, url: str):
+    """A fresh browser context (= a new Strata session) with the library loaded."""
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    context.set_default_timeout(UI_TIMEOUT_MS)
+    page = context.new_page()
+    page.page_errors = []  # uncaught JS errors of the page
+    page.on("pageerror", lambda err: page.page_errors.append(str(err)))
+    page.goto(url)
+    # The session workspace is a copy of the sample workspace: its documents are listed once loaded.
+    sync_api.expect(page.locator("#documents-table")).to_contain_text("policy_brief.pdf", timeout=UI_TIMEOUT_MS)
+    return context, page
+
+
+def _open_tab(page, name: str) -> None:
+    page.get_by_role("tab", name=name).click()
+
+
+def _upload_and_ingest(page, files: list[Path], shot_name: str) -> None:
+    page.locator("#upload-files input[type=file]").set_input_files([str(f) for f in files])
+    for f in files:  # each file is listed with a download link once Gradio has it on the server
+        sync_api.expect(page.locator(f'#upload-files a[href$="/{f.name}"]')).to_have_count(1)
+    page.locator("#ingest-button").click()
+    sync_api.expect(page.locator("#ingest-progress .st-progress")).to_be_visible()
+    _shot(page, f"{shot_name}_progress")
+    sync_api.expect(page.locator('#ingest-progress [data-running="false"]')).to_be_visible(timeout=INGEST_TIMEOUT_MS)
+    sync_api.expect(page.locator("#ingest-report .st-card")).to_have_count(len(files))
+    _shot(page, f"{shot_name}_report")
+
+
+def _select_dropdown(page, elem_id: str, option: str) -> None:
+    page.locator(f"#{elem_id} input").click()
+    page.get_by_role("option", name=option).first.click()
+
+
+@pytest.fixture(scope="module")
+def session_a(browser, app_url):
+    context, page = _open_session(browser, app_url)
+    _shot(page, "01_library_loaded")
+    yield page
+    context.close()
+
+
+@pytest.fixture(scope="module")
+def uploaded_brief(session_a, tmp_path_factory):
+    """Session A after uploading a changed copy of the sample brief under a new name."""
+    folder = tmp_path_factory.mktemp("uploads")
+    path = folder / "uploaded_brief.pdf"
+    # Same pages, other metadata: a new sha256, so the upload is a new document, not 'unchanged'.
+    with pymupdf.open(SAMPLE_BRIEF) as pdf:
+        pdf.set_metadata({**pdf.metadata, "title": "Uploaded brief (test copy)"})
+        pdf.save(path)
+    _upload_and_ingest(session_a, [path], "02_upload")
+    return session_a, path.name
+
+
+# ---------------------------------------------------------------- tests
+
+
+def test_upload_shows_progress_and_report(uploaded_brief):
+    page, name = uploaded_brief
+    progress = page.locator(f'#ingest-progress tr[data-file="{name}"]')
+    sync_api.expect(progress).to_have_attribute("data-stage", "done")
+    card = page.locator(f'#ingest-report .st-card[data-file="{name}"]')
+    sync_api.expect(card).to_have_attribute("data-status", "ingested")
+    sync_api.expect(card).to_contain_text("page(s)")
+    sync_api.expect(card).to_contain_text("sections")
+    sync_api.expect(page.locator("#documents-table")).to_contain_text(name)
+
+
+def test_upload_benchmark_pdf(session_a):
+    pdfs = sorted(BENCH_CORPUS.glob("*.pdf")) if BENCH_CORPUS.is_dir() else []
+    if not pdfs:
+        pytest.skip(f"no benchmark corpus at {BENCH_CORPUS}")
+    _upload_and_ingest(session_a, [pdfs[0]], "03_upload_benchmark")
+    card = session_a.locator(f'#ingest-report .st-card[data-file="{pdfs[0].name}"]')
+    sync_api.expect(card).to_have_attribute("data-status", "ingested")
+    sync_api.expect(session_a.locator("#documents-table")).to_contain_text(pdfs[0].name)
+
+
+def test_parse_tab_shows_page_and_section_tree(session_a):
+    page = session_a
+    _open_tab(page, "Parse")
+    sync_api.expect(page.locator("#parse-page-image img")).to_be_visible()
+    tree = page.locator("#parse-tree")
+    sync_api.expect(tree.locator(".st-sec").first).to_be_visible()
+    assert tree.locator(".st-sec").count() >= 3
+    sync_api.expect(page.locator("#parse-blocks .st-blocks")).to_be_visible()
+    sync_api.expect(page.locator("#parse-legend")).to_contain_text("heading")
+    _shot(page, "04_parse")
+    # Clicking a section in the tree shows its page.
+    _select_dropdown(page, "parse-document", "cool_streets_report.pdf (5 p.)")
+    tree.get_by_text("3.3 Tree planting and survival").click()
+    sync_api.expect(page.locator("#parse-page input")).to_have_value("3")
+    sync_api.expect(tree.locator(".st-sec-current")).to_have_text("3.3 Tree planting and survival")
+    _shot(page, "05_parse_section")
+
+
+def test_ask_answers_with_citations(session_a):
+    page = session_a
+    _open_tab(page, "Ask")
+    page.locator("#ask-question textarea").fill("How many trees did the programme plant?")
+    _select_dropdown(page, "ask-method", "hikey")
+    page.locator("#ask-button").click()
+    answer = page.locator('#ask-answer .st-answer[data-abstained="false"]')
+    sync_api.expect(answer).to_contain_text("4,820")
+    citation = page.locator("#ask-citations .st-citation").first
+    sync_api.expect(citation).to_contain_text(".pdf")
+    sync_api.expect(citation).to_contain_text("page")
+    sync_api.expect(page.locator("#ask-citation-image img")).to_be_visible()
+    _shot(page, "06_ask")
+    page.locator("#ask-trace-panel").click()
+    sync_api.expect(page.locator("#ask-trace .st-step").first).to_be_visible()
+    page.locator("#ask-pack-panel").click()
+    sync_api.expect(page.locator("#ask-pack .st-budget")).to_contain_text("tokens used")
+    _shot(page, "07_ask_details")
+
+
+def _xss_pdf(path: Path) -> None:
+    """A one-page report whose heading and first paragraph carry HTML/script payloads as text."""
+    with pymupdf.open() as pdf:
+        page = pdf.new_page()
+        page.insert_text((72, 90), "Probe Report", fontsize=20, fontname="hebo")
+        page.insert_text((72, 130), f"1 Payload {IMG_PAYLOAD}", fontsize=13, fontname="hebo")
+        first = f"The probe text holds {SCRIPT_PAYLOAD} as plain words. It also holds {IMG_PAYLOAD} which must stay text. "
+        page.insert_textbox(pymupdf.Rect(72, 145, 520, 260), first + FILLER, fontsize=10.5)
+        page.insert_text((72, 290), "2 Method", fontsize=13, fontname="hebo")
+        page.insert_textbox(pymupdf.Rect(72, 305, 520, 480), FILLER * 4, fontsize=10.5)
+        page.insert_text((72, 510), "3 Results", fontsize=13, fontname="hebo")
+        page.insert_textbox(pymupdf.Rect(72, 525, 520, 700), FILLER * 4, fontsize=10.5)
+        pdf.save(path)
+
+
+def test_pdf_text_is_escaped(browser, app_url, tmp_path):
+    path = tmp_path / "xss_probe.pdf"
+    _xss_pdf(path)
+    context, page = _open_session(browser, app_url)
+    try:
+        _upload_and_ingest(page, [path], "08_xss_upload")
+        sync_api.expect(page.locator('#ingest-report .st-card[data-file="xss_probe.pdf"]')).to_have_attribute(
+            "data-status", "ingested"
+        )
+        _open_tab(page, "Parse")
+        _select_dropdown(page, "parse-document", "xss_probe.pdf (1 p.)")
+        blocks = page.locator("#parse-blocks")
+        sync_api.expect(blocks).to_contain_text(SCRIPT_PAYLOAD)
+        sync_api.expect(blocks).to_contain_text(IMG_PAYLOAD)
+        _shot(page, "09_xss_parse")
+        assert page.locator("#parse-blocks script, #parse-tree script, #parse-blocks img, #parse-tree img").count() == 0
+        _open_tab(page, "Ask")
+        page.locator("#ask-question textarea").fill("What does the probe text hold?")
+        page.locator("#ask-button").click()
+        sync_api.expect(page.locator("#ask-answer .st-answer")).to_be_visible()
+        _shot(page, "10_xss_ask")
+        assert page.evaluate("() => typeof window.__xss") == "undefined"
+        assert page.page_errors == []
+    finally:
+        context.close()
+
+
+def test_uploads_stay_in_their_session(browser, app_url, uploaded_brief):
+    page_a, name = uploaded_brief
+    context_b, page_b = _open_session(browser, app_url)
+    try:
+        _shot(page_b, "11_second_session")
+        sync_api.expect(page_b.locator("#documents-table")).to_contain_text("cool_streets_report.pdf")
+        sync_api.expect(page_b.locator("#documents-table")).not_to_contain_text(name)
+        _open_tab(page_a, "Library")
+        sync_api.expect(page_a.locator("#documents-table")).to_contain_text(name)
+    finally:
+        context_b.close()

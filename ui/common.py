@@ -1,0 +1,47 @@
+"""Helpers every tab uses: turning a `StrataError` into a message the user sees, and reading the
+session's workspace path out of its `gr.State`. No rendering and no service calls here.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from pathlib import Path
+
+import gradio as gr
+
+from backend.errors import StrataError
+
+
+def user_errors(fn: Callable) -> Callable:
+    """Show a `StrataError` as a Gradio error toast with its message (no stack trace).
+
+    Works for plain callbacks and for generator callbacks that stream updates.
+    """
+    if inspect.isgeneratorfunction(fn):
+
+        @functools.wraps(fn)
+        def stream(*args, **kwargs):
+            try:
+                yield from fn(*args, **kwargs)
+            except StrataError as exc:
+                raise gr.Error(str(exc), print_exception=False) from None
+
+        return stream
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except StrataError as exc:
+            raise gr.Error(str(exc), print_exception=False) from None
+
+    return call
+
+
+def session_workspace(value: str | None) -> Path:
+    """The workspace folder kept in a session's `gr.State` (a path string)."""
+    if not value:
+        raise StrataError("This browser session has no workspace yet. Reload the page to start a new session.")
+    return Path(value)

@@ -1,0 +1,184 @@
+"""Library tab: upload PDFs, watch them being ingested stage by stage, read the per-file report,
+list and remove the documents of this session's workspace.
+
+Ingest runs `Service.ingest` in a worker thread; its progress callback puts `ProgressEvent`s
+into a queue and the Gradio callback (a generator) turns them into updated HTML as they come.
+"""
+
+from __future__ import annotations
+
+import queue
+import time
+from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import gradio as gr
+
+from backend.service import Service
+from backend.types import Document, ProgressEvent
+from ui import render
+from ui.common import session_workspace, user_errors
+
+# How often the progress table is redrawn while no event arrives (the elapsed time still moves).
+IDLE_REFRESH_S = 0.5
+
+
+@dataclass(slots=True)
+class LibraryTab:
+    files: gr.File
+    ingest_button: gr.Button
+    progress: gr.HTML
+    report: gr.HTML
+    documents: gr.Dataframe
+    remove_choice: gr.Dropdown
+    remove_button: gr.Button
+    reset_button: gr.Button
+    # Events after which the document list of the workspace may have changed.
+    changed: list
+    # Reloads the documents table and the remove picker: (workspace) -> refresh_outputs.
+    refresh: Callable
+    refresh_outputs: list
+
+
+class ProgressBoard:
+    """Folds the ingest progress events of one batch into one row per file."""
+
+    def __init__(self, file_names: list[str]) -> None:
+        self.rows = [render.FileProgress(file_name=n) for n in file_names]
+        self._by_name = {r.file_name: r for r in self.rows}
+
+    def apply(self, event: ProgressEvent) -> None:
+        row = self._by_name.get(event.doc)
+        if row is None:
+            return
+        row.stage = event.stage
+        row.message = event.message
+        if event.stage in ("open", "done", "failed"):
+            # These events count files of the batch, not pages or nodes of this file.
+            row.done, row.total = 0, 0
+        else:
+            row.done, row.total = event.done, event.total
+        if event.stage not in row.stages_seen:
+            row.stages_seen.append(event.stage)
+
+
+def _documents_table(docs: list[Document]) -> dict:
+    return {"headers": render.DOCUMENT_HEADERS, "data": render.document_rows(docs)}
+
+
+def _remove_choices(docs: list[Document]) -> dict:
+    return gr.update(choices=render.document_choices(docs), value=None)
+
+
+def build(service: Service, workspace: gr.State, sample_workspace: Path | None) -> LibraryTab:
+    max_files = service.settings.max_upload_files
+    with gr.Tab("Library", id="library"):
+        gr.Markdown(
+            "Upload one or more PDFs and press **Ingest**: each file is parsed into sections, paragraphs, "
+            "tables and figures, then indexed for questions. "
+            + (
+                "Your workspace starts with the four sample PDFs about the fictional *Cool Streets Programme*; "
+                "try them in the **Parse** and **Ask** tabs. "
+                if sample_workspace is not None
+                else ""
+            )
+            + "Files you upload are visible only in this browser session."
+        )
+        with gr.Row(equal_height=False):
+            with gr.Column(scale=3):
+                files = gr.File(
+                    file_count="multiple", file_types=[".pdf"], label=f"PDF files (up to {max_files} at once)",
+                    elem_id="upload-files", height=140,
+                )
+            with gr.Column(scale=1, min_width=200):
+                ingest_button = gr.Button("Ingest", variant="primary", elem_id="ingest-button")
+                gr.Markdown("Re-ingesting an unchanged file does nothing; a changed file with the same name replaces the old one.", elem_classes=["st-small"])
+        progress = gr.HTML(elem_id="ingest-progress")
+        report = gr.HTML(elem_id="ingest-report")
+        gr.Markdown("### Documents in this workspace")
+        documents = gr.Dataframe(
+            headers=render.DOCUMENT_HEADERS, datatype="str", interactive=False, elem_id="documents-table", max_height=320,
+            wrap=True,
+        )
+        with gr.Row():
+            remove_choice = gr.Dropdown(label="Remove a document", choices=[], value=None, scale=3, elem_id="remove-choice")
+            remove_button = gr.Button("Remove", variant="stop", scale=1, elem_id="remove-button")
+            reset_button = gr.Button(
+                "Start over with the sample corpus" if sample_workspace is not None else "Start over with an empty workspace",
+                scale=1, elem_id="reset-button",
+            )
+
+    @user_errors
+    def ingest(paths: list[str] | None, workspace_value: str):
+        ws = session_workspace(workspace_value)
+        if not paths:
+            raise gr.Error("Choose one or more PDF files first (drop them on the upload box), then press Ingest.")
+        if len(paths) > max_files:
+            raise gr.Error(f"{len(paths)} files were chosen; at most {max_files} can be ingested at once. Upload them in smaller batches.")
+        files = [Path(p) for p in paths]
+        names = [p.name for p in files]
+        board = ProgressBoard(names)
+        events: queue.Queue[ProgressEvent] = queue.Queue()
+        started = time.perf_counter()
+        yield render.render_progress(board.rows, 0.0, True), "", gr.skip(), gr.skip(), gr.skip()
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="strata-ingest") as pool:
+            future = pool.submit(service.ingest, ws, files, events.put, names)
+            while not (future.done() and events.empty()):
+                try:
+                    board.apply(events.get(timeout=IDLE_REFRESH_S))
+                    while True:  # drain what has piled up so one redraw covers it
+                        board.apply(events.get_nowait())
+                except queue.Empty:
+                    pass
+                elapsed = time.perf_counter() - started
+                yield render.render_progress(board.rows, elapsed, True), gr.skip(), gr.skip(), gr.skip(), gr.skip()
+            result = future.result()  # re-raises a failure of the ingest thread here
+        docs = service.documents(ws)
+        elapsed = time.perf_counter() - started
+        yield (
+            render.render_progress(board.rows, elapsed, False),
+            render.render_report(result),
+            _documents_table(docs),
+            _remove_choices(docs),
+            None,
+        )
+
+    @user_errors
+    def list_documents(workspace_value: str):
+        docs = service.documents(session_workspace(workspace_value))
+        return _documents_table(docs), _remove_choices(docs)
+
+    @user_errors
+    def remove(doc_id: str | None, workspace_value: str):
+        ws = session_workspace(workspace_value)
+        if not doc_id:
+            raise gr.Error("Pick the document to remove in the list first.")
+        removed = service.remove_document(ws, doc_id)
+        docs = service.documents(ws)
+        note = f'<div class="st-note">Removed {render.esc(removed.file_name)} from this workspace.</div>'
+        return _documents_table(docs), _remove_choices(docs), note
+
+    @user_errors
+    def reset(workspace_value: str):
+        old = workspace_value
+        ws = service.new_session_workspace(base=sample_workspace)
+        if old:
+            service.remove_session_workspace(Path(old))
+        docs = service.documents(ws)
+        note = '<div class="st-note">Started a fresh workspace.</div>'
+        return str(ws), _documents_table(docs), _remove_choices(docs), note, ""
+
+    ingest_event = ingest_button.click(
+        ingest, inputs=[files, workspace], outputs=[progress, report, documents, remove_choice, files],
+        concurrency_limit=2, concurrency_id="ingest",
+    )
+    remove_event = remove_button.click(remove, inputs=[remove_choice, workspace], outputs=[documents, remove_choice, report])
+    reset_event = reset_button.click(reset, inputs=[workspace], outputs=[workspace, documents, remove_choice, report, progress])
+    return LibraryTab(
+        files=files, ingest_button=ingest_button, progress=progress, report=report, documents=documents,
+        remove_choice=remove_choice, remove_button=remove_button, reset_button=reset_button,
+        changed=[ingest_event, remove_event, reset_event],
+        refresh=list_documents, refresh_outputs=[documents, remove_choice],
+    )

@@ -1,0 +1,128 @@
+"""Parse tab: how one PDF was parsed. The page image with its layout blocks boxed (coloured by
+kind, numbered in reading order), the blocks as a list, and the section tree beside it; picking a
+section (in the tree or the jump menu) shows its page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import gradio as gr
+
+from backend.service import BLOCK_COLORS, Service
+from backend.types import Section
+from ui import render
+from ui.common import session_workspace, user_errors
+
+NO_DOCUMENTS = render.empty_state(
+    "No documents in this workspace yet.", "Upload PDFs in the Library tab and press Ingest; they will show up here."
+)
+# Each section title in the tree carries data-section; a click there becomes this component's
+# "click" event with the section id (listening on the container survives re-renders of its HTML).
+TREE_CLICK_JS = """
+element.addEventListener('click', (event) => {
+  const target = event.target.closest('[data-section]');
+  if (target) { trigger('click', {section: target.dataset.section}); }
+});
+"""
+
+
+@dataclass(slots=True)
+class ParseTab:
+    document: gr.Dropdown
+    # Reloads the document picker: (workspace, current doc id) -> document dropdown update.
+    refresh: Callable
+
+
+def build(service: Service, workspace: gr.State) -> ParseTab:
+    with gr.Tab("Parse", id="parse"):
+        with gr.Row():
+            document = gr.Dropdown(label="Document", choices=[], value=None, scale=3, elem_id="parse-document")
+            with gr.Column(scale=2, min_width=220):
+                page = gr.Number(value=1, precision=0, minimum=1, label="Page", elem_id="parse-page")
+                with gr.Row():
+                    previous_button = gr.Button("◀ Previous", size="sm", elem_id="parse-previous")
+                    next_button = gr.Button("Next ▶", size="sm", elem_id="parse-next")
+            jump = gr.Dropdown(label="Jump to section", choices=[], value=None, scale=3, elem_id="parse-jump")
+        with gr.Row(equal_height=False):
+            with gr.Column(scale=3):
+                image = gr.Image(
+                    type="pil", format="png", label="Page with layout blocks", interactive=False, height=640,
+                    elem_id="parse-page-image", buttons=["fullscreen", "download"],
+                )
+                gr.HTML(render.render_legend(BLOCK_COLORS), elem_id="parse-legend")
+            with gr.Column(scale=2):
+                gr.Markdown("#### Section tree  \nClick a section to show its page.", elem_classes=["st-small"])
+                tree = gr.HTML(NO_DOCUMENTS, elem_id="parse-tree", js_on_load=TREE_CLICK_JS)
+        gr.Markdown("#### Blocks on this page, in reading order")
+        blocks = gr.HTML(elem_id="parse-blocks")
+
+    def draw_page(ws: Path, doc_id: str, page_no: int) -> tuple:
+        view = service.page_view(ws, doc_id, page_no)
+        img = service.render_page(ws, doc_id, view.page, service.block_highlights(view.blocks))
+        return view, img, render.render_blocks(view.blocks, BLOCK_COLORS)
+
+    def sections_of(ws: Path, doc_id: str) -> list[Section]:
+        return service.sections(ws, doc_id)
+
+    @user_errors
+    def refresh(workspace_value: str, current: str | None):
+        docs = service.documents(session_workspace(workspace_value))
+        ids = [d.id for d in docs]
+        value = current if current in ids else (ids[0] if ids else None)
+        return gr.update(choices=render.document_choices(docs), value=value)
+
+    @user_errors
+    def show_document(workspace_value: str, doc_id: str | None):
+        if not doc_id:
+            return gr.update(maximum=1, value=1, label="Page"), gr.update(choices=[], value=None), NO_DOCUMENTS, None, ""
+        ws = session_workspace(workspace_value)
+        view, img, blocks_html = draw_page(ws, doc_id, 1)
+        sections = sections_of(ws, doc_id)
+        return (
+            gr.update(maximum=view.pages, value=1, label=f"Page (of {view.pages})"),
+            gr.update(choices=render.section_choices(sections), value=None),
+            render.render_section_tree(sections, page=1),
+            img,
+            blocks_html,
+        )
+
+    @user_errors
+    def show_page(workspace_value: str, doc_id: str | None, page_no: float | None, step: int = 0):
+        if not doc_id:
+            return gr.skip(), None, "", NO_DOCUMENTS
+        ws = session_workspace(workspace_value)
+        view, img, blocks_html = draw_page(ws, doc_id, int(page_no or 1) + step)  # page_view clamps to 1..pages
+        return view.page, img, blocks_html, render.render_section_tree(sections_of(ws, doc_id), page=view.page)
+
+    @user_errors
+    def show_section(workspace_value: str, doc_id: str | None, section_id: str | None):
+        if not doc_id or not section_id:
+            return gr.skip(), gr.skip(), gr.skip(), gr.skip()
+        ws = session_workspace(workspace_value)
+        sections = sections_of(ws, doc_id)
+        section = next((s for s in sections if s.id == section_id), None)
+        if section is None:
+            raise gr.Error("That section is not in the chosen document any more; pick another one.")
+        view, img, blocks_html = draw_page(ws, doc_id, section.page)
+        return view.page, img, blocks_html, render.render_section_tree(sections, current=section.id, page=view.page)
+
+    def on_tree_click(workspace_value: str, doc_id: str | None, evt: gr.EventData):
+        section_id = getattr(evt, "section", None) or (evt._data or {}).get("section")
+        return show_section(workspace_value, doc_id, section_id)
+
+    document.change(
+        show_document, inputs=[workspace, document], outputs=[page, jump, tree, image, blocks], trigger_mode="always_last"
+    )
+    page_outputs_list = [page, image, blocks, tree]
+    page.submit(show_page, inputs=[workspace, document, page], outputs=page_outputs_list, trigger_mode="always_last")
+    page.blur(show_page, inputs=[workspace, document, page], outputs=page_outputs_list, trigger_mode="always_last")
+    previous_button.click(
+        lambda w, d, p: show_page(w, d, p, -1), inputs=[workspace, document, page], outputs=page_outputs_list
+    )
+    next_button.click(lambda w, d, p: show_page(w, d, p, 1), inputs=[workspace, document, page], outputs=page_outputs_list)
+    jump.input(show_section, inputs=[workspace, document, jump], outputs=[page, image, blocks, tree])
+    tree.click(on_tree_click, inputs=[workspace, document], outputs=[page, image, blocks, tree])
+    return ParseTab(document=document, refresh=refresh)

@@ -1,0 +1,406 @@
+"""Pure render functions: data model objects in, HTML strings (or table rows) out.
+
+Everything that came from a PDF (file names, titles, section titles, block and cited text) goes
+through `esc` before it is put into HTML, so a PDF cannot inject markup or script into the page.
+This module does not call the service and holds no state.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from backend.types import (
+    AskResult,
+    Block,
+    BlockKind,
+    Citation,
+    Document,
+    EvidencePack,
+    FileReport,
+    IngestReport,
+    RankSectionsStep,
+    RankStep,
+    ResultItem,
+    RouteDocsStep,
+    Section,
+    Trace,
+)
+
+# The ingest stages in the order the pipeline runs them (backend/ingest/pipeline.py).
+INGEST_STAGES = ("open", "extract", "layout", "hierarchy", "components", "links", "encode", "store")
+PATH_SEPARATOR = " > "
+SNIPPET_CHARS = 160
+
+
+def esc(value: object) -> str:
+    """Escape any value for HTML text and attribute positions."""
+    return html.escape(str(value), quote=True)
+
+
+def snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def join_path(path: Iterable[str]) -> str:
+    return PATH_SEPARATOR.join(path)
+
+
+def empty_state(message: str, hint: str = "") -> str:
+    hint_html = f'<div class="st-empty-hint">{esc(hint)}</div>' if hint else ""
+    return f'<div class="st-empty"><div>{esc(message)}</div>{hint_html}</div>'
+
+
+def error_box(message: str) -> str:
+    return f'<div class="st-error" role="alert">{esc(message)}</div>'
+
+
+# ---------------------------------------------------------------- library: progress
+
+
+@dataclass(slots=True)
+class FileProgress:
+    """What the progress board knows about one file of an ingest batch."""
+
+    file_name: str
+    stage: str = "waiting"
+    done: int = 0
+    total: int = 0
+    message: str = ""
+    stages_seen: list[str] = field(default_factory=list)
+
+    @property
+    def finished(self) -> bool:
+        return self.stage in ("done", "failed")
+
+
+def render_progress(files: list[FileProgress], elapsed_s: float, running: bool) -> str:
+    if not files:
+        return ""
+    finished = sum(f.finished for f in files)
+    head = "Ingesting" if running else "Finished"
+    rows = "".join(_progress_row(f) for f in files)
+    return (
+        f'<div class="st-progress" data-running="{str(running).lower()}">'
+        f'<div class="st-progress-head">{head}: {finished} of {len(files)} file(s) done '
+        f'<span class="st-muted">({elapsed_s:.1f} s)</span></div>'
+        f'<table class="st-table"><thead><tr><th>File</th><th>Stages</th><th>Current stage</th><th>Progress</th></tr></thead>'
+        f"<tbody>{rows}</tbody></table></div>"
+    )
+
+
+def _progress_row(f: FileProgress) -> str:
+    chips = []
+    for stage in INGEST_STAGES:
+        if f.stage == "done" or (stage in f.stages_seen and stage != f.stage):
+            cls = "st-chip st-chip-done"
+        elif stage == f.stage:
+            cls = "st-chip st-chip-active"
+        else:
+            cls = "st-chip"
+        chips.append(f'<span class="{cls}">{esc(stage)}</span>')
+    if f.stage == "failed":
+        state = '<span class="st-badge st-badge-failed">failed</span>'
+    elif f.stage == "done":
+        state = f'<span class="st-badge st-badge-ok">{esc(f.message or "done")}</span>'
+    else:
+        state = f'<span class="st-stage">{esc(f.stage)}</span>'
+    if f.total > 0 and not f.finished:
+        pct = max(0.0, min(100.0, 100.0 * f.done / f.total))
+        bar = (
+            f'<div class="st-bar"><div class="st-bar-fill" style="width:{pct:.0f}%"></div></div>'
+            f'<span class="st-muted">{f.done}/{f.total}</span>'
+        )
+    elif f.finished:
+        bar = '<div class="st-bar"><div class="st-bar-fill" style="width:100%"></div></div>'
+    else:
+        bar = '<span class="st-muted">queued</span>'
+    return (
+        f'<tr data-file="{esc(f.file_name)}" data-stage="{esc(f.stage)}"><td class="st-file">{esc(f.file_name)}</td>'
+        f'<td>{"".join(chips)}</td><td>{state}</td><td class="st-bar-cell">{bar}</td></tr>'
+    )
+
+
+# ---------------------------------------------------------------- library: report and documents
+
+_STATUS_TEXT = {
+    "ingested": "ingested",
+    "replaced": "replaced (a changed version of this file was already in the workspace)",
+    "unchanged": "unchanged (the same file is already in the workspace)",
+    "failed": "failed",
+}
+# Counts shown first in a report; the rest follow in alphabetical order.
+_MAIN_COUNTS = ("sections", "paragraphs", "tables", "figures", "sentences", "rows", "link edges", "xref edges", "document links")
+
+
+def render_report(report: IngestReport) -> str:
+    if not report.files:
+        return empty_state("No files were ingested.")
+    ok = len(report.ok)
+    summary = f"{ok} of {len(report.files)} file(s) ingested" + (f", {len(report.failed)} failed" if report.failed else "")
+    cards = "".join(_report_card(f) for f in report.files)
+    return f'<div class="st-report"><div class="st-report-head">{esc(summary)}</div>{cards}</div>'
+
+
+def _report_card(f: FileReport) -> str:
+    badge = f'<span class="st-badge st-badge-{esc(f.status)}">{esc(f.status)}</span>'
+    parts = [f'<div class="st-card st-card-{esc(f.status)}" data-file="{esc(f.file_name)}" data-status="{esc(f.status)}">']
+    parts.append(f'<div class="st-card-title">{badge} <b>{esc(f.file_name)}</b>')
+    if f.title:
+        parts.append(f' <span class="st-muted">"{esc(f.title)}"</span>')
+    parts.append("</div>")
+    if f.status == "failed":
+        parts.append(f'<div class="st-reason">Could not ingest this file: {esc(f.reason or "unknown reason")}</div>')
+    else:
+        detail = _STATUS_TEXT.get(f.status, f.status)
+        facts = [f"{f.pages} page(s)", detail, f"{f.seconds:.1f} s"]
+        parts.append(f'<div class="st-muted">{esc(" · ".join(facts))}</div>')
+        if f.reason:
+            parts.append(f'<div class="st-note">{esc(f.reason)}</div>')
+        if f.counts:
+            keys = [k for k in _MAIN_COUNTS if k in f.counts] + sorted(k for k in f.counts if k not in _MAIN_COUNTS)
+            cells = "".join(f'<span class="st-count"><b>{f.counts[k]}</b> {esc(k)}</span>' for k in keys)
+            parts.append(f'<div class="st-counts">{cells}</div>')
+    if f.warnings:
+        items = "".join(f"<li>{esc(w)}</li>" for w in f.warnings)
+        parts.append(f'<div class="st-warnings">Warnings:<ul>{items}</ul></div>')
+    parts.append("</div>")
+    return "".join(parts)
+
+
+DOCUMENT_HEADERS = ["File", "Title", "Pages", "Hierarchy from", "Warnings", "Id"]
+
+
+def document_rows(docs: list[Document]) -> list[list]:
+    """Rows of the documents table (plain values: the table component shows them as text)."""
+    return [[d.file_name, d.title, d.pages, d.hierarchy_source, len(d.warnings), d.id] for d in docs]
+
+
+def document_choices(docs: list[Document]) -> list[tuple[str, str]]:
+    """(label, doc id) pairs for document pickers."""
+    return [(f"{d.file_name} ({d.pages} p.)", d.id) for d in docs]
+
+
+# ---------------------------------------------------------------- parse view
+
+
+def render_legend(colors: Mapping[BlockKind, str]) -> str:
+    items = "".join(
+        f'<span class="st-legend-item"><span class="st-swatch" style="border-color:{esc(c)};background:{esc(c)}33"></span>'
+        f"{esc(kind.value.replace('_', ' '))}</span>"
+        for kind, c in colors.items()
+    )
+    return f'<div class="st-legend">{items}<span class="st-muted">Numbers give the reading order.</span></div>'
+
+
+def section_choices(sections: list[Section]) -> list[tuple[str, str]]:
+    """(indented label, section id) pairs for the jump-to-section picker."""
+    return [("\u2003" * max(0, s.level - 1) + f"{s.title} (p. {s.page})", s.id) for s in sections if s.level > 0]
+
+
+def render_section_tree(sections: list[Section], current: str | None = None, page: int | None = None) -> str:
+    """The section tree as nested lists; each entry carries data-section for click navigation."""
+    if not sections:
+        return empty_state("No sections were found in this document.")
+    children: dict[str | None, list[Section]] = {}
+    ids = {s.id for s in sections}
+    for s in sections:
+        parent = s.parent if s.parent in ids else None
+        children.setdefault(parent, []).append(s)
+
+    def branch(parent: str | None) -> str:
+        items = []
+        for s in children.get(parent, []):
+            classes = ["st-sec"]
+            if s.id == current:
+                classes.append("st-sec-current")
+            elif page is not None and s.page == page:
+                classes.append("st-sec-onpage")
+            conf_cls = "st-conf-low" if s.confidence < 0.6 else ""
+            meta = (
+                f'<span class="st-sec-meta">p. {s.page} · L{s.level} · '
+                f'<span class="{conf_cls}">conf {s.confidence:.2f}</span> · {esc(s.source)}</span>'
+            )
+            items.append(
+                f'<li><span class="{" ".join(classes)}" data-section="{esc(s.id)}" data-page="{s.page}" '
+                f'title="Show page {s.page}">{esc(s.title)}</span> {meta}{branch(s.id)}</li>'
+            )
+        return f"<ul>{''.join(items)}</ul>" if items else ""
+
+    return f'<div class="st-tree">{branch(None)}</div>'
+
+
+def render_blocks(blocks: list[Block], colors: Mapping[BlockKind, str]) -> str:
+    """The blocks of one page in reading order, numbered like the boxes on the page image."""
+    if not blocks:
+        return empty_state("No layout blocks on this page.", "It may be an empty or image-only page.")
+    rows = []
+    for i, b in enumerate(blocks):
+        color = colors.get(b.kind, "#000000")
+        extra = []
+        if b.level:
+            extra.append(f"L{b.level}")
+        if b.confidence is not None:
+            extra.append(f"conf {b.confidence:.2f}")
+        text = esc(b.text).replace("\n", "<br>") if b.kind == BlockKind.TABLE else esc(snippet(b.text, 400))
+        rows.append(
+            f'<tr><td class="st-num">{i + 1}</td><td><span class="st-kind" style="border-color:{esc(color)}">'
+            f'{esc(b.kind.value)}</span> <span class="st-muted">{esc(" ".join(extra))}</span></td>'
+            f'<td class="st-block-text">{text}</td></tr>'
+        )
+    return (
+        '<div class="st-scroll"><table class="st-table st-blocks"><thead><tr><th>#</th><th>Kind</th><th>Text</th></tr>'
+        f'</thead><tbody>{"".join(rows)}</tbody></table></div>'
+    )
+
+
+# ---------------------------------------------------------------- ask view
+
+
+def render_answer(result: AskResult) -> str:
+    a = result.answer
+    if a.abstained:
+        reason = f'<div class="st-muted">{esc(a.reason)}</div>' if a.reason else ""
+        return (
+            '<div class="st-answer st-abstain" data-abstained="true"><div class="st-answer-label">Not enough evidence</div>'
+            f'<div>The documents do not answer this question well enough; no answer is given.</div>{reason}</div>'
+        )
+    marks = " ".join(f'<sup class="st-cite-mark">[{c.n}]</sup>' for c in a.citations)
+    return (
+        f'<div class="st-answer" data-abstained="false"><div class="st-answer-label">Answer '
+        f'<span class="st-muted">confidence {a.confidence:.2f}</span></div>'
+        f'<div class="st-answer-text">{esc(a.text)} {marks}</div>'
+        f'<div class="st-muted">{esc(a.reason)}</div></div>'
+    )
+
+
+def citation_label(c: Citation) -> str:
+    return f"[{c.n}] {c.doc}, p. {c.page}"
+
+
+def render_citations(citations: list[Citation], selected: int | None = None) -> str:
+    if not citations:
+        return empty_state("No citations.")
+    items = []
+    for c in citations:
+        cls = "st-citation st-citation-selected" if c.n == selected else "st-citation"
+        items.append(
+            f'<li class="{cls}" data-n="{c.n}"><div><b>[{c.n}]</b> <span class="st-doc">{esc(c.doc)}</span>, '
+            f'page {c.page} <span class="st-kind">{esc(c.kind.value)}</span></div>'
+            f'<div class="st-path">{esc(join_path(c.section_path))}</div>'
+            f'<blockquote class="st-quote">{esc(c.text)}</blockquote></li>'
+        )
+    return f'<ol class="st-citations">{"".join(items)}</ol>'
+
+
+RESULT_HEADERS = ["Rank", "Doc", "Page", "Kind", "Section path", "Score", "Text"]
+
+
+def result_rows(results: list[ResultItem]) -> list[list]:
+    return [
+        [r.rank, r.doc, r.page, r.kind.value, join_path(r.section_path[1:] or r.section_path), round(r.score, 4), snippet(r.text)]
+        for r in results
+    ]
+
+
+def render_run_facts(result: AskResult) -> str:
+    timings = " · ".join(f"{esc(k)} {v:.0f} ms" for k, v in result.timings_ms.items())
+    params = ", ".join(f"{esc(k)}={esc(v)}" for k, v in result.trace.params.items())
+    return (
+        f'<div class="st-facts"><span><b>Method</b> {esc(result.method)}</span>'
+        + (f"<span><b>Params</b> {params}</span>" if params else "")
+        + f"<span><b>Timings</b> {timings}</span>"
+        f"<span><b>LLM</b> {esc(result.llm_backend)}, {result.llm_calls} call(s), {result.llm_tokens} token(s)</span></div>"
+    )
+
+
+_ROLE_TEXT = {
+    "anchor": "retrieved unit",
+    "header": "section header on its path",
+    "sibling": "neighbour in the same section",
+    "associate": "related unit elsewhere",
+}
+
+
+def render_pack(pack: EvidencePack) -> str:
+    pct = 100.0 * pack.tokens / pack.budget if pack.budget else 0.0
+    bar = (
+        f'<div class="st-budget"><div class="st-budget-head"><b>{pack.tokens}</b> of {pack.budget} tokens used '
+        f'({pct:.0f}%) in {len(pack.units)} unit(s)</div>'
+        f'<div class="st-bar st-bar-wide"><div class="st-bar-fill" style="width:{min(pct, 100):.0f}%"></div></div></div>'
+    )
+    if not pack.units:
+        return bar + empty_state("Nothing was packed.")
+    counts: dict[str, int] = {}
+    for u in pack.units:
+        counts[u.role] = counts.get(u.role, 0) + u.tokens
+    legend = "".join(
+        f'<span class="st-role st-role-{r}" title="{esc(_ROLE_TEXT[r])}">{r}: {counts.get(r, 0)} tok</span>' for r in _ROLE_TEXT
+    )
+    rows = "".join(
+        f'<tr><td><span class="st-role st-role-{esc(u.role)}">{esc(u.role)}</span></td><td class="st-num">{u.tokens}</td>'
+        f'<td>{esc(join_path(u.path))}</td><td class="st-mono">{esc(u.node_id)}</td></tr>'
+        for u in pack.units
+    )
+    table = (
+        f'<div class="st-roles">{legend}</div><div class="st-scroll"><table class="st-table"><thead><tr><th>Role</th>'
+        f"<th>Tokens</th><th>Section path</th><th>Node</th></tr></thead><tbody>{rows}</tbody></table></div>"
+    )
+    text = f'<details><summary>Reader input (serialised evidence)</summary><pre class="st-pre">{esc(pack.text)}</pre></details>'
+    return bar + table + text
+
+
+def render_trace(trace: Trace) -> str:
+    if not trace.steps:
+        return empty_state("This method recorded no steps.")
+    parts = []
+    for i, step in enumerate(trace.steps, 1):
+        if isinstance(step, RouteDocsStep):
+            body = _route_docs(step)
+            title = f"Route documents (alpha {step.alpha:g}, kept {step.kept})"
+        elif isinstance(step, RankSectionsStep):
+            body = _rank_sections(step)
+            title = f"Rank sections (lambda {step.lam:g})"
+        elif isinstance(step, RankStep):
+            body = _rank(step)
+            title = f"{step.label} ({step.index})"
+        else:
+            body = f'<pre class="st-pre">{esc(step)}</pre>'
+            title = getattr(step, "kind", "step")
+        parts.append(f'<div class="st-step" data-kind="{esc(step.kind)}"><div class="st-step-title">Step {i}: {esc(title)}</div>{body}</div>')
+    return "".join(parts)
+
+
+def _route_docs(step: RouteDocsStep) -> str:
+    rows = "".join(
+        f'<tr class="{"" if i < step.kept else "st-dropped"}"><td>{esc(d.file_name)}</td><td class="st-num">{d.bm25:.3f}</td>'
+        f'<td class="st-num">{d.dense:.3f}</td><td class="st-num"><b>{d.score:.3f}</b></td></tr>'
+        for i, d in enumerate(step.docs)
+    )
+    return f'<table class="st-table"><thead><tr><th>Document</th><th>BM25</th><th>Dense</th><th>Score</th></tr></thead><tbody>{rows}</tbody></table>'
+
+
+def _rank_sections(step: RankSectionsStep, limit: int = 15) -> str:
+    rows = "".join(
+        f'<tr><td>{esc(join_path(s.path))}</td><td class="st-num">{s.doc_score:.3f}</td>'
+        f'<td class="st-num">{s.section_score:.3f}</td><td class="st-num"><b>{s.final:.3f}</b></td>'
+        f'<td class="st-mono">{esc(s.anchor)}</td></tr>'
+        for s in step.sections[:limit]
+    )
+    more = f'<div class="st-muted">… and {len(step.sections) - limit} more</div>' if len(step.sections) > limit else ""
+    return (
+        '<table class="st-table"><thead><tr><th>Section</th><th>Doc</th><th>Section</th><th>Final</th><th>Anchor unit</th>'
+        f"</tr></thead><tbody>{rows}</tbody></table>{more}"
+    )
+
+
+def _rank(step: RankStep, limit: int = 15) -> str:
+    rows = "".join(
+        f'<tr><td class="st-num">{i}</td><td class="st-mono">{esc(c.node_id)}</td><td class="st-num">{c.score:.4f}</td>'
+        f"<td>{esc(c.why)}</td></tr>"
+        for i, c in enumerate(step.candidates[:limit], 1)
+    )
+    more = f'<div class="st-muted">… and {len(step.candidates) - limit} more</div>' if len(step.candidates) > limit else ""
+    return f'<table class="st-table"><thead><tr><th>#</th><th>Node</th><th>Score</th><th>Why</th></tr></thead><tbody>{rows}</tbody></table>{more}'
