@@ -42,6 +42,9 @@ class IndexSettings(_Section):
     )
     device: str = Field("auto", description="auto | cpu | cuda. auto picks CUDA when torch sees a GPU.")
     batch_size: int = Field(16, description="Encoder batch size (small batches waste less padding on CPU).")
+    torch_threads: int = Field(
+        0, description="CPU threads for the encoder; 0 = one thread for queries, torch's default for batches."
+    )
     use_gpu_faiss: str = Field("auto", description="auto | yes | no. auto uses FAISS GPU when faiss.get_num_gpus() > 0.")
 
 

@@ -21,7 +21,7 @@ from backend.config import Settings
 from backend.errors import EmptyCorpusError, StrataError, WorkspaceError
 from backend.graph.corpus import Corpus
 from backend.graph.store import WorkspaceStore
-from backend.index.encoders import SentenceTransformerEncoder, TextEncoder
+from backend.index.encoders import QueryCachingEncoder, SentenceTransformerEncoder, TextEncoder
 from backend.index.vector import gpu_available
 from backend.ingest.pipeline import Ingestor
 from backend.llm.rules import RulesBackend
@@ -74,7 +74,7 @@ class Service:
     @property
     def encoder(self) -> TextEncoder:
         if self._encoder is None:
-            self._encoder = SentenceTransformerEncoder(self.settings.index)
+            self._encoder = QueryCachingEncoder(SentenceTransformerEncoder(self.settings.index))
         return self._encoder
 
     def device_info(self) -> str:
