@@ -27,6 +27,7 @@ class IngestSettings(_Section):
         description="Address-space limit of the parse worker (MiB). Bounds decompression and page-tree bombs.",
     )
     ocr: str = Field("auto", description="OCR engine for pages with no text layer: auto | tesseract | rapidocr | none.")
+    ocr_figures: bool = Field(True, description="OCR the text inside raster figures (chart labels) when an OCR engine is installed.")
     ocr_language: str = Field("eng", description="Tesseract language code(s).")
     ocr_dpi: int = Field(200, description="Resolution pages are rendered at for OCR.")
     crop_dpi: int = Field(110, description="Resolution of figure/table crop images.")

@@ -15,6 +15,7 @@ from pathlib import Path
 import pymupdf
 import pysbd
 
+from backend.ingest.extract import ocr_region
 from backend.ingest.hierarchy import Hierarchy
 from backend.ingest.layout import LayoutBlock, join_lines
 from backend.types import BBox, Block, BlockKind, Edge, EdgeKind, Layer, Node, NodeKind, Section
@@ -117,6 +118,8 @@ def build_components(
     crops_dir: Path | None,
     crop_rel_prefix: str,
     crop_dpi: int,
+    ocr_engine: str | None = None,
+    ocr_language: str = "eng",
 ) -> BuiltComponents:
     out = BuiltComponents()
     seg = pysbd.Segmenter(language="en", clean=False, char_span=True)
@@ -199,6 +202,11 @@ def build_components(
                 text = f"{context}\n{table_text}" if context else table_text
                 subs = [(NodeKind.ROW, rt, rb) for rt, rb in zip(row_texts, t.row_bboxes)]
             else:
+                if not b.inner and ocr_engine:
+                    try:
+                        b.inner = ocr_region(pdf[b.page - 1], b.bbox, ocr_engine, ocr_language)
+                    except (RuntimeError, ValueError) as exc:
+                        log.debug("figure OCR failed on page %s: %s", b.page, exc)
                 inner_text = " ".join(t for _, t in b.inner)
                 parts = [p for p in (cap.text if cap is not None else "", inner_text, "" if cap is not None else upper) if p]
                 text = "\n".join(parts) or "(figure without text)"

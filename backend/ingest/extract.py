@@ -207,11 +207,16 @@ def _ocr_tesseract(page: pymupdf.Page, language: str, dpi: int) -> dict:
 
 
 def _ocr_rapidocr(page: pymupdf.Page, dpi: int) -> dict:
-    """RapidOCR returns line boxes in pixels; convert them to a get_text('dict')-like structure."""
+    return _ocr_rapidocr_pixmap(page.get_pixmap(dpi=dpi))
+
+
+def _ocr_rapidocr_pixmap(pix: pymupdf.Pixmap) -> dict:
+    """RapidOCR returns line boxes in pixels; convert them to a get_text('dict')-like structure
+    in the pixmap's point space (pixels * 72 / dpi)."""
     import numpy as np
     from rapidocr_onnxruntime import RapidOCR
 
-    pix = page.get_pixmap(dpi=dpi)
+    dpi = pix.xres or 72
     img = np.frombuffer(pix.samples, dtype=np.uint8).reshape(pix.height, pix.width, pix.n)[:, :, :3]
     result, _ = RapidOCR()(img)
     scale = 72.0 / dpi
@@ -274,3 +279,28 @@ def extract_page(
             warnings.append(f"page {raw.number}: table detection failed: {exc}")
     raw.links = _links(page)
     return raw, warnings
+
+
+def ocr_region(page: pymupdf.Page, bbox: BBox, engine: str, language: str, dpi: int = 150) -> list[tuple[BBox, str]]:
+    """OCR the text inside a raster figure: (box in page points, text) per OCR block."""
+    clip = pymupdf.Rect(bbox) & page.rect
+    if clip.is_empty:
+        return []
+    pix = page.get_pixmap(clip=clip, dpi=dpi)
+    if engine == "tesseract":
+        with pymupdf.open("pdf", pix.pdfocr_tobytes(language=language)) as ocr_pdf:
+            ocr_page = ocr_pdf[0]
+            fx = clip.width / ocr_page.rect.width
+            fy = clip.height / ocr_page.rect.height
+            page_dict = ocr_page.get_text("dict")
+    else:
+        page_dict = _ocr_rapidocr_pixmap(pix)  # already in points relative to the clip
+        fx = fy = 1.0
+    blocks, _ = _blocks_from_dict(page_dict)
+    out: list[tuple[BBox, str]] = []
+    for b in blocks:
+        text = " ".join(ln.text for ln in b.lines if sum(c.isalnum() for c in ln.text) >= 2)
+        if text:
+            x0, y0, x1, y1 = b.bbox
+            out.append(((clip.x0 + x0 * fx, clip.y0 + y0 * fy, clip.x0 + x1 * fx, clip.y0 + y1 * fy), text))
+    return out

@@ -150,6 +150,7 @@ def parse_pdf(
         built = build_components(
             doc_id=doc_id, blocks=blocks, hier=hier, sections=sections, owner=owner, heading_section=heading_section,
             pdf=pdf, crops_dir=crops_dir, crop_rel_prefix=f"crops/{doc_id}", crop_dpi=settings.crop_dpi,
+            ocr_engine=ocr_engine if settings.ocr_figures else None, ocr_language=settings.ocr_language,
         )
         timings["components"] = time.perf_counter() - t
         report("components", n_pages, n_pages)
