@@ -30,6 +30,7 @@ DATE_RE = re.compile(
     rf"\b(?:(?:\d{{1,2}}\s+)?(?:{MONTHS})\.?\s+(?:\d{{1,2}},?\s+)?\d{{4}}|(?:{MONTHS})\s+\d{{1,2}}|\d{{4}}-\d{{2}}-\d{{2}}|(?:1[5-9]|20)\d{{2}})\b"
 )
 NAME_RE = re.compile(r"\b([A-Z][a-zA-Z'’\-]+(?:\s+(?:[A-Z]\.\s*)?[A-Z][a-zA-Z'’\-]+)+)")
+QUESTION_WORDS = {"mani", "much", "how", "what", "which", "when", "who", "whom", "whose", "where", "why"}
 NEGATIONS = {"not", "no", "never", "none", "neither", "nor", "without"}
 
 
@@ -60,7 +61,7 @@ class RulesBackend:
                     "reason": f"best evidence score {best:.2f} is below the threshold {threshold:.2f}"}
         best = evidence[0]
         q = question.strip()
-        q_tokens = content_tokens(q)
+        q_tokens = content_tokens(q) - QUESTION_WORDS
         support = [e for e in evidence[:3] if e["score"] >= max(threshold, best["score"] - 0.08)]
         cited = [e["id"] for e in support]
         answer: str | None = None
@@ -77,7 +78,11 @@ class RulesBackend:
             answer = self._extract(support, DATE_RE, q_tokens)
         elif NUMBER_Q_RE.search(q):
             kind = "number"
-            answer = self._number(support, q_tokens)
+            strong = [e for e in evidence[:5] if e["score"] >= max(threshold, best["score"] - 0.2)]
+            found = self._number(strong, q_tokens)
+            if found is not None:
+                answer = found[0]
+                cited = [found[1]] + [c for c in cited if c != found[1]][:1]
         if answer is None:
             kind = "sentence" if kind == "sentence" else f"{kind} (no short answer found; quoting the evidence)"
             answer = best["text"].strip()
@@ -94,24 +99,39 @@ class RulesBackend:
         return None
 
     @staticmethod
-    def _number(support: list[dict[str, Any]], q_tokens: set[str]) -> str | None:
-        for e in support:
+    def _number(evidence: list[dict[str, Any]], q_tokens: set[str]) -> tuple[str, str] | None:
+        """The number the question asks for: (value, id of the unit it came from).
+
+        Scores every number in the strong evidence units: the unit's score, plus a bonus when
+        the number is followed by a word of the question ("17 scenes"), a penalty when it is
+        part of a name ("Landsat 8", "Table 2"); a table row gives the cell under the header
+        the question names.
+        """
+        best: tuple[float, str, str] | None = None
+        for e in evidence:
             text = e["text"]
             if e.get("kind") == "row":
-                # Row units are "Header: value; Header: value": take the cell whose header the question names.
                 cells = [c.split(": ", 1) for c in text.split("; ") if ": " in c]
                 named = [v for h, v in cells if content_tokens(h) & q_tokens and NUMBER_RE.search(v)]
                 if named:
-                    return named[-1].strip()
-            best, best_overlap = None, -1
+                    cand = (e["score"] + 0.4, named[-1].strip(), e["id"])
+                    best = max(best, cand) if best else cand
+                    continue
             for m in NUMBER_RE.finditer(text):
                 value = m.group(0).strip()
-                if re.fullmatch(r"(19|20)\d{2}", value) or not re.search(r"\d", value):
+                if not re.search(r"\d", value) or re.fullmatch(r"(19|20)\d{2}", value):
                     continue
-                window = text[max(0, m.start() - 60): m.end() + 20]
-                overlap = len(content_tokens(window) & q_tokens)
-                if overlap > best_overlap:
-                    best, best_overlap = value, overlap
-            if best is not None:
-                return best
-        return None
+                after = re.match(r"\s*([A-Za-z][\w-]*)", text[m.end():])
+                before = re.search(r"([A-Za-z][\w.-]*)\s*$", text[: m.start()])
+                bonus = 0.0
+                if after and content_tokens(after.group(1)) & q_tokens:
+                    bonus += 0.5
+                if before and before.group(1)[:1].isupper() and not after:
+                    bonus -= 0.3
+                if before and before.group(1)[:1].isupper() and before.group(1).lower() not in ("in", "of", "by"):
+                    bonus -= 0.3
+                window = text[max(0, m.start() - 60): m.end() + 30]
+                bonus += 0.05 * len(content_tokens(window) & q_tokens)
+                cand = (e["score"] + bonus, value, e["id"])
+                best = max(best, cand) if best else cand
+        return (best[1], best[2]) if best else None
