@@ -130,7 +130,7 @@ def cmd_eval(args, settings: Settings) -> int:
         settings, _workspace(args, settings), Path(args.bench), args.method, top_k=args.top_k, limit=args.limit,
         out_dir=Path(args.out_dir) if args.out_dir else None,
     )
-    print(report)
+    print(report.text())
     return 0
 
 
