@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 import logging
 import os
-import select
+import queue
 import subprocess
+import threading
 import sys
 import time
 from collections.abc import Callable
@@ -74,6 +75,18 @@ class ParseWorker:
     def __init__(self, settings: IngestSettings) -> None:
         self._settings = settings
         self._proc: subprocess.Popen | None = None
+        self._lines: queue.Queue[str | None] = queue.Queue()
+
+    @staticmethod
+    def _pump(stream, lines: queue.Queue) -> None:
+        """Move the worker's stdout lines into a queue (None at end of stream), so waiting on
+        the queue with a timeout never misses a line already read into a buffer."""
+        try:
+            for line in stream:
+                lines.put(line)
+        except (OSError, ValueError):
+            pass
+        lines.put(None)
 
     def _start(self) -> None:
         env = dict(os.environ)
@@ -87,6 +100,8 @@ class ParseWorker:
             [sys.executable, "-m", "backend.ingest.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             env=env, cwd=str(REPO_ROOT), text=True, bufsize=1,
         )
+        self._lines = queue.Queue()
+        threading.Thread(target=self._pump, args=(self._proc.stdout, self._lines), daemon=True).start()
 
     def _kill(self) -> None:
         if self._proc is not None:
@@ -141,11 +156,11 @@ class ParseWorker:
                     display_name,
                     f"parsing took longer than {self._settings.parse_timeout_s:g} s and was stopped (STRATA_INGEST__PARSE_TIMEOUT_S)",
                 )
-            ready, _, _ = select.select([proc.stdout], [], [], min(left, 1.0))
-            if not ready:
+            try:
+                line = self._lines.get(timeout=min(left, 1.0))
+            except queue.Empty:
                 continue
-            line = proc.stdout.readline()
-            if not line.endswith("\n"):
+            if line is None or not line.endswith("\n"):
                 try:
                     code = proc.wait(timeout=5)
                 except subprocess.TimeoutExpired:
