@@ -78,7 +78,7 @@ def build(service: Service, workspace: gr.State, with_examples: bool) -> AskTab:
         with gr.Accordion("Ranked results", open=False, elem_id="ask-results-panel"):
             results = gr.Dataframe(
                 headers=render.RESULT_HEADERS, datatype="str", interactive=False, wrap=True, elem_id="ask-results",
-                max_height=420,
+                max_height=420, column_widths=["6%", "15%", "6%", "9%", "24%", "7%", "33%"],
             )
         with gr.Accordion("Packed evidence", open=False, elem_id="ask-pack-panel"):
             pack = gr.HTML(elem_id="ask-pack")
@@ -130,8 +130,9 @@ def build(service: Service, workspace: gr.State, with_examples: bool) -> AskTab:
 
     outputs = [answer, citations, facts, citation_pick, citation_image, results, pack, trace, citations_state]
     inputs = [workspace, question, method, top_k, budget]
-    ask_button.click(ask, inputs=inputs, outputs=outputs, concurrency_limit=4, concurrency_id="ask")
-    question.submit(ask, inputs=inputs, outputs=outputs, concurrency_limit=4, concurrency_id="ask")
+    for trigger in (ask_button.click, question.submit):
+        # Progress (and an error) shows on the answer box only, not on every panel.
+        trigger(ask, inputs=inputs, outputs=outputs, concurrency_limit=4, concurrency_id="ask", show_progress_on=[answer])
     citation_pick.input(show_citation, inputs=[workspace, citations_state, citation_pick], outputs=[citation_image, citations])
     method.input(lambda name: gr.update(info=_method_help(methods, name)), inputs=[method], outputs=[method])
     return AskTab(question=question, ask_button=ask_button)

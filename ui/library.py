@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import queue
 import time
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -100,7 +100,7 @@ def build(service: Service, workspace: gr.State, sample_workspace: Path | None) 
         gr.Markdown("### Documents in this workspace")
         documents = gr.Dataframe(
             headers=render.DOCUMENT_HEADERS, datatype="str", interactive=False, elem_id="documents-table", max_height=320,
-            wrap=True,
+            wrap=True, column_widths=["22%", "38%", "8%", "14%", "8%", "10%"],
         )
         with gr.Row():
             remove_choice = gr.Dropdown(label="Remove a document", choices=[], value=None, scale=3, elem_id="remove-choice")
@@ -172,7 +172,7 @@ def build(service: Service, workspace: gr.State, sample_workspace: Path | None) 
 
     ingest_event = ingest_button.click(
         ingest, inputs=[files, workspace], outputs=[progress, report, documents, remove_choice, files],
-        concurrency_limit=2, concurrency_id="ingest",
+        concurrency_limit=2, concurrency_id="ingest", show_progress="hidden",  # the progress table is the indicator
     )
     remove_event = remove_button.click(remove, inputs=[remove_choice, workspace], outputs=[documents, remove_choice, report])
     reset_event = reset_button.click(reset, inputs=[workspace], outputs=[workspace, documents, remove_choice, report, progress])

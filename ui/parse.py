@@ -38,18 +38,17 @@ class ParseTab:
 
 def build(service: Service, workspace: gr.State) -> ParseTab:
     with gr.Tab("Parse", id="parse"):
-        with gr.Row():
+        with gr.Row(equal_height=True):
             document = gr.Dropdown(label="Document", choices=[], value=None, scale=3, elem_id="parse-document")
-            with gr.Column(scale=2, min_width=220):
-                page = gr.Number(value=1, precision=0, minimum=1, label="Page", elem_id="parse-page")
-                with gr.Row():
-                    previous_button = gr.Button("◀ Previous", size="sm", elem_id="parse-previous")
-                    next_button = gr.Button("Next ▶", size="sm", elem_id="parse-next")
+            page = gr.Number(value=1, precision=0, minimum=1, label="Page", scale=1, min_width=110, elem_id="parse-page")
+            with gr.Column(scale=1, min_width=110):
+                previous_button = gr.Button("◀ Previous", size="sm", elem_id="parse-previous")
+                next_button = gr.Button("Next ▶", size="sm", elem_id="parse-next")
             jump = gr.Dropdown(label="Jump to section", choices=[], value=None, scale=3, elem_id="parse-jump")
         with gr.Row(equal_height=False):
             with gr.Column(scale=3):
                 image = gr.Image(
-                    type="pil", format="png", label="Page with layout blocks", interactive=False, height=640,
+                    type="pil", format="png", label="Page with layout blocks", interactive=False, height=600,
                     elem_id="parse-page-image", buttons=["fullscreen", "download"],
                 )
                 gr.HTML(render.render_legend(BLOCK_COLORS), elem_id="parse-legend")
@@ -92,10 +91,11 @@ def build(service: Service, workspace: gr.State) -> ParseTab:
     @user_errors
     def show_page(workspace_value: str, doc_id: str | None, page_no: float | None, step: int = 0):
         if not doc_id:
-            return gr.skip(), None, "", NO_DOCUMENTS
+            return gr.skip(), gr.skip(), None, "", NO_DOCUMENTS
         ws = session_workspace(workspace_value)
         view, img, blocks_html = draw_page(ws, doc_id, int(page_no or 1) + step)  # page_view clamps to 1..pages
-        return view.page, img, blocks_html, render.render_section_tree(sections_of(ws, doc_id), page=view.page)
+        tree_html = render.render_section_tree(sections_of(ws, doc_id), page=view.page)
+        return view.page, gr.update(value=None), img, blocks_html, tree_html
 
     @user_errors
     def show_section(workspace_value: str, doc_id: str | None, section_id: str | None):
@@ -110,13 +110,13 @@ def build(service: Service, workspace: gr.State) -> ParseTab:
         return view.page, img, blocks_html, render.render_section_tree(sections, current=section.id, page=view.page)
 
     def on_tree_click(workspace_value: str, doc_id: str | None, evt: gr.EventData):
-        section_id = getattr(evt, "section", None) or (evt._data or {}).get("section")
+        section_id = getattr(evt, "section", None)  # set by TREE_CLICK_JS
         return show_section(workspace_value, doc_id, section_id)
 
     document.change(
         show_document, inputs=[workspace, document], outputs=[page, jump, tree, image, blocks], trigger_mode="always_last"
     )
-    page_outputs_list = [page, image, blocks, tree]
+    page_outputs_list = [page, jump, image, blocks, tree]
     page.submit(show_page, inputs=[workspace, document, page], outputs=page_outputs_list, trigger_mode="always_last")
     page.blur(show_page, inputs=[workspace, document, page], outputs=page_outputs_list, trigger_mode="always_last")
     previous_button.click(

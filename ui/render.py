@@ -132,6 +132,7 @@ _STATUS_TEXT = {
     "failed": "failed",
 }
 # Counts shown first in a report; the rest follow in alphabetical order.
+_HIDDEN_COUNTS = ("documents",)  # always 1 per file
 _MAIN_COUNTS = ("sections", "paragraphs", "tables", "figures", "sentences", "rows", "link edges", "xref edges", "document links")
 
 
@@ -160,7 +161,8 @@ def _report_card(f: FileReport) -> str:
         if f.reason:
             parts.append(f'<div class="st-note">{esc(f.reason)}</div>')
         if f.counts:
-            keys = [k for k in _MAIN_COUNTS if k in f.counts] + sorted(k for k in f.counts if k not in _MAIN_COUNTS)
+            keys = [k for k in _MAIN_COUNTS if k in f.counts]
+            keys += sorted(k for k in f.counts if k not in _MAIN_COUNTS and k not in _HIDDEN_COUNTS)
             cells = "".join(f'<span class="st-count"><b>{f.counts[k]}</b> {esc(k)}</span>' for k in keys)
             parts.append(f'<div class="st-counts">{cells}</div>')
     if f.warnings:
@@ -170,7 +172,7 @@ def _report_card(f: FileReport) -> str:
     return "".join(parts)
 
 
-DOCUMENT_HEADERS = ["File", "Title", "Pages", "Hierarchy from", "Warnings", "Id"]
+DOCUMENT_HEADERS = ["File", "Title", "Pages", "Hierarchy", "Warnings", "Id"]
 
 
 def document_rows(docs: list[Document]) -> list[list]:
@@ -246,7 +248,7 @@ def render_blocks(blocks: list[Block], colors: Mapping[BlockKind, str]) -> str:
             extra.append(f"conf {b.confidence:.2f}")
         text = esc(b.text).replace("\n", "<br>") if b.kind == BlockKind.TABLE else esc(snippet(b.text, 400))
         rows.append(
-            f'<tr><td class="st-num">{i + 1}</td><td><span class="st-kind" style="border-color:{esc(color)}">'
+            f'<tr><td class="st-num">{i + 1}</td><td class="st-nowrap"><span class="st-kind" style="border-color:{esc(color)}">'
             f'{esc(b.kind.value)}</span> <span class="st-muted">{esc(" ".join(extra))}</span></td>'
             f'<td class="st-block-text">{text}</td></tr>'
         )
@@ -353,36 +355,41 @@ def render_pack(pack: EvidencePack) -> str:
 
 
 def render_trace(trace: Trace) -> str:
+    """The retriever's steps, each drawn by the renderer for its `kind`; unknown kinds as JSON."""
     if not trace.steps:
         return empty_state("This method recorded no steps.")
     parts = []
     for i, step in enumerate(trace.steps, 1):
-        if isinstance(step, RouteDocsStep):
-            body = _route_docs(step)
-            title = f"Route documents (alpha {step.alpha:g}, kept {step.kept})"
-        elif isinstance(step, RankSectionsStep):
-            body = _rank_sections(step)
-            title = f"Rank sections (lambda {step.lam:g})"
-        elif isinstance(step, RankStep):
-            body = _rank(step)
-            title = f"{step.label} ({step.index})"
+        renderer = _STEP_RENDERERS.get(step.kind)
+        if renderer is None:
+            title, body = step.kind.replace("_", " "), f'<pre class="st-pre">{esc(_step_json(step))}</pre>'
         else:
-            body = f'<pre class="st-pre">{esc(step)}</pre>'
-            title = getattr(step, "kind", "step")
-        parts.append(f'<div class="st-step" data-kind="{esc(step.kind)}"><div class="st-step-title">Step {i}: {esc(title)}</div>{body}</div>')
+            title, body = renderer(step)
+        parts.append(
+            f'<div class="st-step" data-kind="{esc(step.kind)}"><div class="st-step-title">Step {i}: {esc(title)}</div>{body}</div>'
+        )
     return "".join(parts)
 
 
-def _route_docs(step: RouteDocsStep) -> str:
+def _step_json(step) -> str:
+    dump = getattr(step, "model_dump_json", None)
+    return dump(indent=2) if dump is not None else str(step)
+
+
+def _route_docs(step: RouteDocsStep) -> tuple[str, str]:
     rows = "".join(
         f'<tr class="{"" if i < step.kept else "st-dropped"}"><td>{esc(d.file_name)}</td><td class="st-num">{d.bm25:.3f}</td>'
         f'<td class="st-num">{d.dense:.3f}</td><td class="st-num"><b>{d.score:.3f}</b></td></tr>'
         for i, d in enumerate(step.docs)
     )
-    return f'<table class="st-table"><thead><tr><th>Document</th><th>BM25</th><th>Dense</th><th>Score</th></tr></thead><tbody>{rows}</tbody></table>'
+    table = (
+        '<table class="st-table"><thead><tr><th>Document</th><th>BM25</th><th>Dense</th><th>Score</th></tr></thead>'
+        f"<tbody>{rows}</tbody></table>"
+    )
+    return f"Route documents (alpha {step.alpha:g}, kept {step.kept} of {len(step.docs)})", table
 
 
-def _rank_sections(step: RankSectionsStep, limit: int = 15) -> str:
+def _rank_sections(step: RankSectionsStep, limit: int = 15) -> tuple[str, str]:
     rows = "".join(
         f'<tr><td>{esc(join_path(s.path))}</td><td class="st-num">{s.doc_score:.3f}</td>'
         f'<td class="st-num">{s.section_score:.3f}</td><td class="st-num"><b>{s.final:.3f}</b></td>'
@@ -390,17 +397,25 @@ def _rank_sections(step: RankSectionsStep, limit: int = 15) -> str:
         for s in step.sections[:limit]
     )
     more = f'<div class="st-muted">… and {len(step.sections) - limit} more</div>' if len(step.sections) > limit else ""
-    return (
+    table = (
         '<table class="st-table"><thead><tr><th>Section</th><th>Doc</th><th>Section</th><th>Final</th><th>Anchor unit</th>'
         f"</tr></thead><tbody>{rows}</tbody></table>{more}"
     )
+    return f"Rank sections (lambda {step.lam:g}: final = lambda * doc + (1 - lambda) * section)", table
 
 
-def _rank(step: RankStep, limit: int = 15) -> str:
+def _rank(step: RankStep, limit: int = 15) -> tuple[str, str]:
     rows = "".join(
         f'<tr><td class="st-num">{i}</td><td class="st-mono">{esc(c.node_id)}</td><td class="st-num">{c.score:.4f}</td>'
         f"<td>{esc(c.why)}</td></tr>"
         for i, c in enumerate(step.candidates[:limit], 1)
     )
     more = f'<div class="st-muted">… and {len(step.candidates) - limit} more</div>' if len(step.candidates) > limit else ""
-    return f'<table class="st-table"><thead><tr><th>#</th><th>Node</th><th>Score</th><th>Why</th></tr></thead><tbody>{rows}</tbody></table>{more}'
+    table = (
+        '<table class="st-table"><thead><tr><th>#</th><th>Node</th><th>Score</th><th>Why</th></tr></thead>'
+        f"<tbody>{rows}</tbody></table>{more}"
+    )
+    return f"{step.label} ({step.index}, {len(step.candidates)} candidates)", table
+
+
+_STEP_RENDERERS = {"rank": _rank, "route_docs": _route_docs, "rank_sections": _rank_sections}

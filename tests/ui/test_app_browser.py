@@ -45,7 +45,10 @@ FILLER = (
 )
 
 sync_api.expect.set_options(timeout=UI_TIMEOUT_MS)
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium is not installed (apt-get install chromium)")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium is not installed (apt-get install chromium)"),
+]
 
 
 def _free_port() -> int:
@@ -233,6 +236,20 @@ def test_ask_answers_with_citations(session_a):
     _shot(page, "07_ask_details")
 
 
+def test_ask_abstains_and_reports_errors(session_a):
+    page = session_a
+    _open_tab(page, "Ask")
+    page.locator("#ask-question textarea").fill("What is the airspeed velocity of an unladen swallow?")
+    page.locator("#ask-button").click()
+    sync_api.expect(page.locator('#ask-answer .st-answer[data-abstained="true"]')).to_contain_text("Not enough evidence")
+    page.locator("#ask-question textarea").fill("   ")
+    page.locator("#ask-button").click()
+    # A StrataError reaches the user as its message, not as a stack trace.
+    sync_api.expect(page.get_by_text("The question is empty").first).to_be_visible()
+    assert page.get_by_text("Traceback").count() == 0
+    _shot(page, "08_ask_abstain_error")
+
+
 def _xss_pdf(path: Path) -> None:
     """A one-page report whose heading and first paragraph carry HTML/script payloads as text."""
     with pymupdf.open() as pdf:
@@ -253,7 +270,7 @@ def test_pdf_text_is_escaped(browser, app_url, tmp_path):
     _xss_pdf(path)
     context, page = _open_session(browser, app_url)
     try:
-        _upload_and_ingest(page, [path], "08_xss_upload")
+        _upload_and_ingest(page, [path], "09_xss_upload")
         sync_api.expect(page.locator('#ingest-report .st-card[data-file="xss_probe.pdf"]')).to_have_attribute(
             "data-status", "ingested"
         )
@@ -262,13 +279,13 @@ def test_pdf_text_is_escaped(browser, app_url, tmp_path):
         blocks = page.locator("#parse-blocks")
         sync_api.expect(blocks).to_contain_text(SCRIPT_PAYLOAD)
         sync_api.expect(blocks).to_contain_text(IMG_PAYLOAD)
-        _shot(page, "09_xss_parse")
+        _shot(page, "10_xss_parse")
         assert page.locator("#parse-blocks script, #parse-tree script, #parse-blocks img, #parse-tree img").count() == 0
         _open_tab(page, "Ask")
         page.locator("#ask-question textarea").fill("What does the probe text hold?")
         page.locator("#ask-button").click()
         sync_api.expect(page.locator("#ask-answer .st-answer")).to_be_visible()
-        _shot(page, "10_xss_ask")
+        _shot(page, "11_xss_ask")
         assert page.evaluate("() => typeof window.__xss") == "undefined"
         assert page.page_errors == []
     finally:
@@ -279,7 +296,7 @@ def test_uploads_stay_in_their_session(browser, app_url, uploaded_brief):
     page_a, name = uploaded_brief
     context_b, page_b = _open_session(browser, app_url)
     try:
-        _shot(page_b, "11_second_session")
+        _shot(page_b, "12_second_session")
         sync_api.expect(page_b.locator("#documents-table")).to_contain_text("cool_streets_report.pdf")
         sync_api.expect(page_b.locator("#documents-table")).not_to_contain_text(name)
         _open_tab(page_a, "Library")

@@ -1,0 +1,124 @@
+"""The pure renderers of ui/render.py: PDF text is escaped everywhere, traces are drawn by step
+kind (unknown kinds still show), and the ingest progress board folds events into rows."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from backend.types import (
+    Answer,
+    AskResult,
+    Block,
+    BlockKind,
+    Citation,
+    DocScore,
+    EvidencePack,
+    FileReport,
+    IngestReport,
+    NodeKind,
+    PackedUnit,
+    ProgressEvent,
+    RankStep,
+    ResultItem,
+    RouteDocsStep,
+    ScoredNode,
+    Section,
+    Trace,
+)
+from ui import render
+from ui.library import ProgressBoard
+
+EVIL = '<script>window.__xss=1</script><img src=x onerror="window.__xss=2">'
+UI_DIR = Path(__file__).resolve().parents[2] / "ui"
+ALLOWED_BACKEND = {"backend.service", "backend.types", "backend.config", "backend.errors"}
+FORBIDDEN_TOP = {"fitz", "pymupdf", "faiss", "torch"}
+
+
+def _assert_escaped(html: str) -> None:
+    assert "<script" not in html and "<img" not in html
+    assert "&lt;script&gt;" in html
+
+
+def _result(abstained: bool = False) -> AskResult:
+    cite = Citation(
+        n=1, node_id="d:p1.0", doc=f"{EVIL}.pdf", page=2, bbox=(1, 2, 3, 4), kind=NodeKind.SENTENCE,
+        section_path=["Title", EVIL], text=EVIL,
+    )
+    return AskResult(
+        question="q", method="hikey",
+        results=[ResultItem(rank=1, node_id="d:p1", doc="a.pdf", page=2, bbox=None, kind=NodeKind.PARAGRAPH,
+                            section_path=["Title", "1 Intro"], text=EVIL, score=0.5)],
+        pack=EvidencePack(budget=100, tokens=40, units=[PackedUnit(node_id="d:p1", role="anchor", tokens=40, path=[EVIL])], text=EVIL),
+        answer=Answer(text=EVIL, abstained=abstained, citations=[] if abstained else [cite], reason="r"),
+        trace=Trace(method="hikey"), timings_ms={"total": 1.0}, llm_backend="rules",
+    )
+
+
+def test_pdf_text_is_escaped_in_every_renderer():
+    section = Section(id="d:s1", doc="d", title=EVIL, level=1, parent=None, path=[EVIL], page=1, bbox=None, confidence=0.9, source="font")
+    block = Block(page=1, bbox=(0, 0, 1, 1), kind=BlockKind.PARAGRAPH, text=EVIL, order=0)
+    report = IngestReport(workspace="w", files=[
+        FileReport(file_name=EVIL, status="failed", reason=EVIL),
+        FileReport(file_name="ok.pdf", status="ingested", title=EVIL, pages=1, warnings=[EVIL]),
+    ])
+    result = _result()
+    pieces = [
+        render.render_section_tree([section]),
+        render.render_blocks([block], {}),
+        render.render_report(report),
+        render.render_answer(result),
+        render.render_citations(result.answer.citations),
+        render.render_pack(result.pack),
+        render.render_progress([render.FileProgress(file_name=EVIL, stage="extract", done=1, total=2)], 1.0, True),
+    ]
+    for html in pieces:
+        _assert_escaped(html)
+
+
+def test_abstention_is_marked():
+    html = render.render_answer(_result(abstained=True))
+    assert 'data-abstained="true"' in html and "Not enough evidence" in html
+
+
+def test_trace_renders_known_and_unknown_step_kinds():
+    trace = Trace(method="hikey", steps=[
+        RouteDocsStep(alpha=0.5, docs=[DocScore(doc_id="d", file_name=EVIL, bm25=1, dense=0.5, score=1)], kept=1),
+        RankStep(label="Seeds", index="bm25", candidates=[ScoredNode(node_id="d:p1", score=0.3, why=EVIL)]),
+    ])
+    html = render.render_trace(trace)
+    assert html.count('class="st-step"') == 2 and "Route documents" in html and "Seeds" in html
+    _assert_escaped(html)
+
+    class FutureStep:  # a step kind added by a later strategy: shown, not dropped
+        kind = "agent_action"
+
+        def model_dump_json(self, indent=None):
+            return '{"action": "' + EVIL + '"}'
+
+    html = render.render_trace(Trace.model_construct(method="fif", params={}, steps=[FutureStep()]))
+    assert "agent action" in html
+    _assert_escaped(html)
+
+
+def test_progress_board_follows_events():
+    board = ProgressBoard(["a.pdf", "b.pdf"])
+    board.apply(ProgressEvent(stage="open", doc="a.pdf", done=0, total=2))
+    board.apply(ProgressEvent(stage="extract", doc="a.pdf", done=3, total=5))
+    assert (board.rows[0].stage, board.rows[0].done, board.rows[0].total) == ("extract", 3, 5)
+    board.apply(ProgressEvent(stage="done", doc="a.pdf", done=1, total=2, message="ingested"))
+    html = render.render_progress(board.rows, 2.0, True)
+    assert "1 of 2 file(s) done" in html and 'data-stage="done"' in html and 'data-stage="waiting"' in html
+
+
+def test_ui_imports_only_the_service_boundary():
+    for path in sorted(UI_DIR.glob("*.py")):
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in ast.walk(tree):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            )
+            for name in names:
+                assert name.split(".")[0] not in FORBIDDEN_TOP, f"{path.name} imports {name}"
+                if name.split(".")[0] == "backend":
+                    assert name in ALLOWED_BACKEND, f"{path.name} imports {name}"
