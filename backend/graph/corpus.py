@@ -66,7 +66,7 @@ class Corpus:
         edges: list[Edge],
         doc_links,
         *,
-        dim: int,
+        dims: dict[str, int],
         use_gpu: bool = False,
         index_dir: Path | None = None,
         generation: int = 0,
@@ -92,7 +92,7 @@ class Corpus:
         for n in nodes:
             if n.layer == Layer.COMPONENT:
                 self.components_by_doc[n.doc].append(n.id)
-        self.layers = self._build_layers(nodes, embeddings, dim, use_gpu, index_dir, generation)
+        self.layers = self._build_layers(nodes, embeddings, dims, use_gpu, index_dir, generation)
         doc_row = {d: i for i, d in enumerate(self.layers["documents"].ids)}
         # (n_components,) row of each component's document in the documents layer
         self.component_doc_rows = np.array(
@@ -102,11 +102,11 @@ class Corpus:
     # ---------------------------------------------------------------- construction
 
     @classmethod
-    def load(cls, store: WorkspaceStore, *, dim: int, use_gpu: bool = False) -> Corpus:
+    def load(cls, store: WorkspaceStore, *, dims: dict[str, int], use_gpu: bool = False) -> Corpus:
         nodes, embs = store.all_nodes()
         return cls(
             store.documents(), store.all_sections(), nodes, embs, store.all_edges(), store.all_doc_links(),
-            dim=dim, use_gpu=use_gpu, index_dir=store.root / "index", generation=store.generation, root=store.root,
+            dims=dims, use_gpu=use_gpu, index_dir=store.root / "index", generation=store.generation, root=store.root,
         )
 
     def _resolve_doc_links(self, doc_links) -> list[Edge]:
@@ -125,7 +125,7 @@ class Corpus:
                 out.append(Edge(src=doc_id, dst=target, kind=EdgeKind.DOC_LINK, provenance=f"{link.provenance}: {link.target}"))
         return out
 
-    def _build_layers(self, nodes, embeddings, dim, use_gpu, index_dir, generation) -> dict[str, LayerIndex]:
+    def _build_layers(self, nodes, embeddings, dims, use_gpu, index_dir, generation) -> dict[str, LayerIndex]:
         texts = index_texts(nodes, self.sections, self.documents)
         by_layer: dict[str, list[Node]] = defaultdict(list)
         for n in nodes:
@@ -143,7 +143,7 @@ class Corpus:
         for name in LAYER_NAMES:
             members = [n for n in by_layer.get(name, []) if n.id in embeddings]
             ids = [n.id for n in members]
-            matrix = np.stack([embeddings[i] for i in ids]) if ids else np.zeros((0, dim), dtype=np.float32)
+            matrix = np.stack([embeddings[i] for i in ids]) if ids else np.zeros((0, dims[name]), dtype=np.float32)
             cached = None
             faiss_path = index_dir / f"{name}.faiss" if index_dir else None
             if fresh and faiss_path is not None and faiss_path.exists() and saved.get("layers", {}).get(name) == len(ids):

@@ -97,6 +97,17 @@ class WorkspaceStore:
     def generation(self) -> int:
         return int(self._meta("generation") or 0)
 
+    def check_encoders(self, signature: str) -> None:
+        """Record the encoders a workspace is built with; refuse to mix vectors of other encoders."""
+        stored = self._meta("encoders")
+        if stored is None:
+            self._set_meta("encoders", signature)
+        elif stored != signature:
+            raise WorkspaceError(
+                f"The workspace '{self.root}' was built with other encoders ({stored}); this run uses {signature}. "
+                "Ingest into a new workspace, or set STRATA_INDEX__* back to the encoders it was built with."
+            )
+
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
         self._db.execute("BEGIN IMMEDIATE")

@@ -146,3 +146,65 @@ class QueryCachingEncoder:
 
     def count_tokens(self, text: str) -> int:
         return self.inner.count_tokens(text)
+
+
+@functools.lru_cache(maxsize=2)
+def _load_wordllama(dim: int):
+    import wordllama
+    from wordllama import WordLlama
+
+    # disable_download + the package folder: the weights shipped inside the wheel, never the hub.
+    return WordLlama.load(dim=dim, disable_download=True, cache_dir=os.path.dirname(wordllama.__file__))
+
+
+class WordLlamaEncoder:
+    """Static word embeddings (WordLlama, weights shipped in the PyPI package): thousands of
+    texts per second on a CPU. Used for the subcomponent layer (sentences, rows, image regions),
+    the largest layer by far, where transformer encoding dominated ingest time."""
+
+    def __init__(self, dim: int = 256) -> None:
+        self._dim = dim
+        self.name = f"wordllama-{dim}"
+        self.device = "cpu"
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self._dim), dtype=np.float32)
+        vecs = _load_wordllama(self._dim).embed(texts, norm=True)
+        return np.asarray(vecs, dtype=np.float32)
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+
+class EncoderSet:
+    """The encoders of a workspace: `text` for documents, sections and components; `sub` for
+    subcomponents. Both encode queries too, so each layer is searched in its own space."""
+
+    def __init__(self, text: TextEncoder, sub: TextEncoder) -> None:
+        self.text = text
+        self.sub = sub
+
+    def for_layer(self, layer_name: str) -> TextEncoder:
+        return self.sub if layer_name == "subcomponents" else self.text
+
+    @property
+    def signature(self) -> str:
+        return f"text={self.text.name};sub={self.sub.name}"
+
+
+def build_encoders(settings: IndexSettings) -> EncoderSet:
+    text = QueryCachingEncoder(SentenceTransformerEncoder(settings))
+    if settings.subcomponent_encoder == "wordllama":
+        sub: TextEncoder = QueryCachingEncoder(WordLlamaEncoder())
+    elif settings.subcomponent_encoder == "text":
+        sub = text
+    else:
+        raise ConfigError(
+            f"STRATA_INDEX__SUBCOMPONENT_ENCODER is '{settings.subcomponent_encoder}'; use 'wordllama' or 'text'."
+        )
+    return EncoderSet(text, sub)

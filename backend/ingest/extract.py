@@ -53,6 +53,7 @@ class RawLink:
     rect: BBox
     target_page: int | None = None  # 1-based, for internal links
     target_y: float | None = None
+    target_x: float | None = None
     file: str | None = None
     uri: str | None = None
 
@@ -178,7 +179,10 @@ def _links(page: pymupdf.Page) -> list[RawLink]:
             kind = pymupdf.LINK_GOTO
         if kind == pymupdf.LINK_GOTO and ln.get("page", -1) >= 0:
             to = ln.get("to")
-            out.append(RawLink(kind=kind, rect=rect, target_page=ln["page"] + 1, target_y=float(to.y) if to else None))
+            out.append(
+                RawLink(kind=kind, rect=rect, target_page=ln["page"] + 1, target_y=float(to.y) if to else None,
+                        target_x=float(to.x) if to else None)
+            )
         elif kind in (pymupdf.LINK_GOTOR, pymupdf.LINK_LAUNCH) and ln.get("file"):
             out.append(RawLink(kind=kind, rect=rect, file=str(ln["file"])))
         elif kind == pymupdf.LINK_URI and ln.get("uri"):

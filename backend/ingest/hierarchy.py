@@ -19,6 +19,7 @@ from backend.types import BlockKind, Section
 TOC_LINE_RE = re.compile(r"^(?P<title>.*?\w.*?)\s*(?:\.{2,}|…+|\s{2,}|\s)\s*(?P<page>\d{1,4}|[ivxlc]{1,5})$", re.IGNORECASE)
 TOC_NUMBER_LINE_RE = re.compile(r"(?:\d{1,4}|[A-Z])(?:\.\d{1,3})*\.?|[ivxlc]{1,6}")
 LEADER_RE = re.compile(r"(?:\s*\.){4,}\s*$|\s*…+\s*$")  # a dot leader ending a TOC line
+BULLET_START_RE = re.compile(r"^[•·▪‣◦●○■□➢►\-–*]")
 JUNK_TITLES = re.compile(r"^(untitled|microsoft word|document\d*|slide \d+|none)\b", re.IGNORECASE)
 
 
@@ -185,6 +186,25 @@ def _fold_chapter_labels(blocks: list[LayoutBlock]) -> list[LayoutBlock]:
     return out
 
 
+def _demote_definition_terms(blocks: list[LayoutBlock], body_size: float) -> None:
+    """A body-size bold term whose next block is indented under it ("required" / "    Packages
+    which are necessary ...") is the term of a definition list, not a heading."""
+    content = [b for b in blocks if b.kind not in (BlockKind.HEADER, BlockKind.FOOTER, BlockKind.PAGE_NUMBER)]
+    for b, nxt in zip(content, content[1:]):
+        if (
+            b.heading_candidate
+            and not b.number
+            and b.size < body_size * 1.12
+            and nxt.page == b.page
+            and not nxt.heading_candidate
+            and nxt.kind in (BlockKind.PARAGRAPH, BlockKind.LIST_ITEM)
+            and not BULLET_START_RE.match(nxt.text)
+            and nxt.bbox[0] - b.bbox[0] >= max(8.0, 0.8 * body_size)
+        ):
+            b.heading_candidate = False
+            b.kind = BlockKind.PARAGRAPH
+
+
 def _outline_headings(
     blocks: list[LayoutBlock], toc: list[list], title_block: LayoutBlock | None
 ) -> tuple[dict[int, Heading], list[tuple[int, int, str]]]:
@@ -283,6 +303,7 @@ def build_hierarchy(
     blocks = _fold_chapter_labels(_merge_split_headings(blocks))
     for i, b in enumerate(blocks):
         b.order = i
+    _demote_definition_terms(blocks, body_size)
     title_block = _pick_title(blocks, body_size)
     toc_pages, toc_entries = _toc_pages(blocks)
     usable_toc = [e for e in toc if len(e) >= 3 and e[2] is not None and e[2] >= 1]
@@ -305,6 +326,13 @@ def build_hierarchy(
         # The outline's first entry is often the document title itself.
         del headings[title_block.order]
         title_block.kind = BlockKind.TITLE
+        outline = [h for h in headings.values() if h.source == "outline"]
+        if outline and all(h.level >= 2 for h in outline) and all(v[1] >= 2 for v in virtual):
+            # The title was the outline's only top entry, so its children are the top-level
+            # sections: level 1 under the document root, not 2.
+            for h in outline:
+                h.level -= 1
+            virtual = [(order, level - 1, text) for order, level, text in virtual]
     title = title_block.text if title_block is not None else ""
     if not title:
         meta = (metadata_title or "").strip()

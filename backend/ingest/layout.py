@@ -29,7 +29,10 @@ PAGE_NUMBER_RE = re.compile(r"^(?:page\s*)?[-–]?\s*\d{1,4}\s*[-–]?(?:\s*(?:o
 ROMAN_PAGE_RE = re.compile(r"^[ivxlc]{1,6}$", re.IGNORECASE)
 FOLIO_RE = re.compile(r"^(\d{1,4})\b|\b(\d{1,4})$")  # a printed page number at the start or end of a margin line
 MARGIN_FRACTION = 0.085
+FIGURE_LABEL_GAP = 6.0  # points between a chart's drawings and its tick labels / axis titles
 WORD_RE = re.compile(r"[^\W\d_]{2,}")
+BULLET_CHARS = "•·▪‣◦●○■□➢►"
+ADMONITION_RE = re.compile(r"^(?:note|tip|hint|caution|warning|important|attention|danger|remark)s?:?$", re.IGNORECASE)
 
 
 @dataclass(slots=True)
@@ -115,6 +118,35 @@ def _figure_regions(page: RawPage) -> list[BBox]:
     return merged
 
 
+def _box_gap(a: BBox, b: BBox) -> float:
+    return max(0.0, a[0] - b[2], b[0] - a[2], a[1] - b[3], b[1] - a[3])
+
+
+def _absorb_figure_labels(figures: list[BBox], blocks: list[TextBlock], body_size: float) -> list[BBox]:
+    """Grow each figure region over the short, plain text blocks that touch it: axis ticks,
+    axis titles and legends set just outside a chart's drawings. Without this every tick label
+    ("40", "35", ...) becomes a paragraph of the section and a link to the figure lands on one."""
+    grown = list(figures)
+    changed = True
+    while changed:
+        changed = False
+        for tb in blocks:
+            text = tb.text.strip()
+            if (
+                len(text.split()) > 8 or CAPTION_RE.match(text) or (PAGE_NUMBER_RE.match(text) and len(text.split()) > 1)
+                or any(ln.bold or ln.size > body_size * 1.05 for ln in tb.lines)
+            ):
+                continue
+            for i, region in enumerate(grown):
+                if _center_in(tb.bbox, region):
+                    break
+                if _box_gap(tb.bbox, region) <= FIGURE_LABEL_GAP:
+                    grown[i] = _union([region, tb.bbox])
+                    changed = True
+                    break
+    return grown
+
+
 def _style_block(page_no: int, lines: list[Line]) -> LayoutBlock:
     weights = [len(ln.text) for ln in lines]
     total = sum(weights) or 1
@@ -147,6 +179,10 @@ def join_lines(lines: list[Line]) -> tuple[str, list[tuple[int, int, BBox]]]:
 def _classify_text(block: LayoutBlock, body_size: float) -> None:
     text = block.text
     m = CAPTION_RE.match(text)
+    # "Table 2 shows that ..." is body text about the table, not its caption ("Table 2: ...",
+    # "Figure 3 Trees planted ..."); taking it for one steals the label from the real caption.
+    if m and re.match(r"\s+[a-z]", text[m.end("num"):]):
+        m = None
     if m and len(text.split()) >= 2 and not text.rstrip().endswith(("see", "in")):
         word = m.group("word").lower()
         block.kind = BlockKind.CAPTION
@@ -164,6 +200,10 @@ def _classify_text(block: LayoutBlock, body_size: float) -> None:
     # A word of two letters at least: index letters ("A", "R E") and symbols are not headings.
     has_letters = WORD_RE.search(text) is not None
     looks_short = len(block.lines) <= 3 and n_words <= 22 and has_letters
+    # Bold bullets ("• Block device") and admonition labels in body-size bold ("Note", "Tip")
+    # look like headings by style alone but never open a section.
+    if (text[:1] and text[:1] in BULLET_CHARS) or (ADMONITION_RE.match(text) and block.size < body_size * 1.12):
+        looks_short = False
     ends_sentence = text.rstrip().endswith((".", ",", ";")) and not (number and n_words <= 8)
     prominent = block.size >= body_size * 1.12 or (block.bold and block.size >= body_size * 0.95)
     # In plain body text "1. Minute [0,59]" is a numbered list item; "2.1 Scope" and "3 Methods" stay candidates.
@@ -276,7 +316,7 @@ def layout_document(pages: list[RawPage]) -> tuple[list[LayoutBlock], float]:
     body_size = body_font_size(pages)
     blocks_by_page: dict[int, list[LayoutBlock]] = {}
     for page in pages:
-        figures = _figure_regions(page)
+        figures = _absorb_figure_labels(_figure_regions(page), page.blocks, body_size)
         figure_inner: dict[int, list[tuple[BBox, str]]] = defaultdict(list)
         page_blocks: list[LayoutBlock] = []
         for tb in page.blocks:

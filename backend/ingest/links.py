@@ -77,14 +77,22 @@ def _unit_at(units: list[Node], rect: BBox) -> Node | None:
     return best
 
 
-def _target_unit(units: list[Node], y: float | None) -> Node | None:
+def _target_unit(units: list[Node], y: float | None, x: float | None = None, width: float | None = None) -> Node | None:
     with_box = sorted((u for u in units if u.bbox is not None), key=lambda u: u.bbox[1])
     if not with_box:
         return None
+    if x is not None and width:
+        # On a two-column page the destination is in the half of the page its x falls in:
+        # drop units that lie wholly in the other half.
+        mid = width / 2
+        same_half = [u for u in with_box if (u.bbox[0] < mid if x < mid else u.bbox[2] > mid)]
+        with_box = same_half or with_box
     if y is None:
         return with_box[0]
     for u in with_box:
-        if u.bbox[3] >= y - 2:
+        # The destination is the first unit reaching clearly below y: a link to a caption set
+        # just under the linking paragraph must not land on that paragraph (and be dropped).
+        if u.bbox[3] > y + 2:
             return u
     return with_box[-1]
 
@@ -97,6 +105,7 @@ def annotation_edges(nodes: list[Node], pages: list[RawPage]) -> tuple[list[Edge
     edges: list[Edge] = []
     pending: list[PendingDocLink] = []
     seen: set[tuple[str, str]] = set()
+    widths = {p.number: p.width for p in pages}
     for page in pages:
         components = [n for n in by_page.get(page.number, []) if n.layer == Layer.COMPONENT]
         for ln in page.links:
@@ -104,7 +113,7 @@ def annotation_edges(nodes: list[Node], pages: list[RawPage]) -> tuple[list[Edge
             if src is None:
                 continue
             if ln.target_page is not None:
-                dst = _target_unit(by_page.get(ln.target_page, []), ln.target_y)
+                dst = _target_unit(by_page.get(ln.target_page, []), ln.target_y, ln.target_x, widths.get(ln.target_page))
                 if dst is not None and dst.id != src.id and (src.id, dst.id) not in seen:
                     seen.add((src.id, dst.id))
                     edges.append(Edge(src=src.id, dst=dst.id, kind=EdgeKind.LINK, provenance=f"link to page {ln.target_page}"))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -26,6 +27,7 @@ log = logging.getLogger(__name__)
 
 PARSER_VERSION = "1"
 CARD_MAX_CHARS = 1500
+ZLIB_MAX_RATIO = 1032  # deflate cannot inflate more than this
 ProgressFn = Callable[[str, int, int], None]
 
 
@@ -55,12 +57,18 @@ def open_validated(path: Path, settings: IngestSettings) -> pymupdf.Document:
         )
     with path.open("rb") as f:
         head = f.read(1024)
+        f.seek(max(0, size - 2048))
+        tail = f.read()
     if b"%PDF-" not in head:
         raise BadPdfError(name, "not a PDF: the file does not start with a %PDF- header")
     try:
         doc = pymupdf.open(path, filetype="pdf")
     except (pymupdf.FileDataError, RuntimeError, ValueError) as exc:
         raise BadPdfError(name, f"damaged PDF that cannot be opened ({exc})") from exc
+    if doc.is_repaired and b"%%EOF" not in tail:
+        # MuPDF "repairs" a cut-off file into one whose later pages are silently blank.
+        doc.close()
+        raise BadPdfError(name, "the PDF is truncated (it has no end-of-file marker); upload the complete file again")
     if doc.needs_pass and not doc.authenticate(""):
         doc.close()
         raise BadPdfError(name, "the PDF is encrypted with a password; remove the password and upload it again")
@@ -72,6 +80,33 @@ def open_validated(path: Path, settings: IngestSettings) -> pymupdf.Document:
         doc.close()
         raise BadPdfError(name, f"the PDF has {n} pages, over the {settings.max_pages}-page limit (STRATA_INGEST__MAX_PAGES)")
     return doc
+
+
+def _check_content_size(pdf: pymupdf.Document, page: pymupdf.Page, name: str, memory_mb: int) -> None:
+    """Fail a page whose Flate content stream inflates to more than half the worker's memory
+    limit (a decompression bomb). MuPDF interprets content as a stream, several times per page
+    (text, drawings, tables), so such a page would not hit the memory limit: it would burn the
+    whole time limit and then ingest as an empty page. Counting is bounded: it stops at the limit."""
+    limit = memory_mb * 2**20 // 2
+    for xref in page.get_contents():
+        if "FlateDecode" not in pdf.xref_get_key(xref, "Filter")[1]:
+            continue
+        raw = pdf.xref_stream_raw(xref)
+        if len(raw) * ZLIB_MAX_RATIO <= limit:
+            continue  # cannot inflate past the limit
+        inflater, data, total = zlib.decompressobj(), raw, 0
+        try:
+            while data and total <= limit:
+                total += len(inflater.decompress(data, 1 << 24))
+                data = inflater.unconsumed_tail
+        except zlib.error:
+            continue  # damaged stream: MuPDF decides what is left of it
+        if total > limit:
+            raise BadPdfError(
+                name,
+                f"page {page.number + 1}'s content inflates to more than {limit // 2**20} MiB, past what the parser's "
+                f"{memory_mb} MiB memory limit allows (STRATA_INGEST__PARSE_MEMORY_MB); the file looks like a decompression bomb",
+            )
 
 
 def _doc_card(title: str, sections, toc_entries: list[str]) -> str:
@@ -114,6 +149,7 @@ def parse_pdf(
         for i in range(n_pages):
             try:
                 page = pdf.load_page(i)
+                _check_content_size(pdf, page, name, settings.parse_memory_mb)
                 raw, page_warnings = extract_page(
                     page, find_tables=settings.find_tables, max_tables=settings.max_tables_per_page,
                     ocr_engine=ocr_engine, ocr_language=settings.ocr_language, ocr_dpi=settings.ocr_dpi,

@@ -14,11 +14,11 @@ from pathlib import Path
 from backend.config import Settings
 from backend.errors import BadPdfError
 from backend.graph.store import WorkspaceStore
-from backend.index.encoders import TextEncoder
+from backend.index.encoders import EncoderSet
 from backend.index.texts import index_texts
 from backend.ingest.parser import file_sha256
 from backend.ingest.worker import ParseWorker
-from backend.types import FileReport, IngestReport, ParsedDocument, ProgressEvent
+from backend.types import FileReport, IngestReport, Layer, ParsedDocument, ProgressEvent
 
 log = logging.getLogger(__name__)
 
@@ -36,9 +36,9 @@ def _counts(parsed: ParsedDocument) -> dict[str, int]:
 
 
 class Ingestor:
-    def __init__(self, settings: Settings, encoder: TextEncoder) -> None:
+    def __init__(self, settings: Settings, encoders: EncoderSet) -> None:
         self._settings = settings
-        self._encoder = encoder
+        self._encoders = encoders
 
     def ingest(
         self,
@@ -48,6 +48,7 @@ class Ingestor:
         display_names: list[str] | None = None,
     ) -> IngestReport:
         emit = progress or (lambda ev: None)
+        store.check_encoders(self._encoders.signature)
         reports: list[FileReport] = []
         names = display_names or [Path(f).name for f in files]
         with ParseWorker(self._settings.ingest) as worker:
@@ -84,9 +85,14 @@ class Ingestor:
         emit(ProgressEvent(stage="encode", doc=name, done=0, total=len(parsed.nodes)))
         sections = {s.id: s for s in parsed.sections}
         texts = index_texts(parsed.nodes, sections, {parsed.document.id: parsed.document})
-        ids = [n.id for n in parsed.nodes]
-        vectors = self._encoder.encode([texts[i] for i in ids])
-        embeddings = dict(zip(ids, vectors))
+        embeddings = {}
+        for encoder, nodes in (
+            (self._encoders.text, [n for n in parsed.nodes if n.layer != Layer.SUBCOMPONENT]),
+            (self._encoders.sub, [n for n in parsed.nodes if n.layer == Layer.SUBCOMPONENT]),
+        ):
+            vectors = encoder.encode([texts[n.id] for n in nodes])
+            embeddings.update(zip((n.id for n in nodes), vectors))
+        ids = list(embeddings)
         emit(ProgressEvent(stage="encode", doc=name, done=len(ids), total=len(ids)))
         emit(ProgressEvent(stage="store", doc=name, done=0, total=1))
         replaced = store.add_document(parsed, path, embeddings)

@@ -78,8 +78,8 @@ class RulesBackend:
             answer = self._extract(support, DATE_RE, q_tokens)
         elif NUMBER_Q_RE.search(q):
             kind = "number"
-            strong = [e for e in evidence[:5] if e["score"] >= max(threshold, best["score"] - 0.2)]
-            found = self._number(strong, q_tokens)
+            strong = [e for e in evidence[:8] if e["score"] >= max(threshold, best["score"] - 0.3)]
+            found = self._number(strong, q_tokens, count=bool(re.search(r"\bhow many\b", q, re.I)))
             if found is not None:
                 answer = found[0]
                 cited = [found[1]] + [c for c in cited if c != found[1]][:1]
@@ -99,7 +99,7 @@ class RulesBackend:
         return None
 
     @staticmethod
-    def _number(evidence: list[dict[str, Any]], q_tokens: set[str]) -> tuple[str, str] | None:
+    def _number(evidence: list[dict[str, Any]], q_tokens: set[str], count: bool = False) -> tuple[str, str] | None:
         """The number the question asks for: (value, id of the unit it came from).
 
         Scores every number in the strong evidence units: the unit's score, plus a bonus when
@@ -130,6 +130,8 @@ class RulesBackend:
                     bonus -= 0.3
                 if before and before.group(1)[:1].isupper() and before.group(1).lower() not in ("in", "of", "by"):
                     bonus -= 0.3
+                if count and ("%" in value or "percent" in value):
+                    bonus -= 0.4  # "how many" asks for a count, not a share
                 window = text[max(0, m.start() - 60): m.end() + 30]
                 bonus += 0.05 * len(content_tokens(window) & q_tokens)
                 cand = (e["score"] + bonus, value, e["id"])
