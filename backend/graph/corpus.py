@@ -160,7 +160,7 @@ class Corpus:
             meta_out["layers"][name] = len(ids)
             lexical = BM25Index(ids, [texts[i] for i in ids])
             layers[name] = LayerIndex(name=name, ids=ids, dense=dense, lexical=lexical)
-        if meta_path is not None and not fresh:
+        if meta_path is not None and meta_out != saved:  # stale generation, or a layer file was rebuilt
             try:
                 tmp = meta_path.with_suffix(".tmp")
                 tmp.write_text(json.dumps(meta_out))

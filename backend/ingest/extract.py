@@ -7,6 +7,7 @@ This module knows PyMuPDF; it does not decide what a block *is* (layout.py does 
 from __future__ import annotations
 
 import logging
+import re
 import shutil
 from dataclasses import dataclass, field
 
@@ -18,6 +19,7 @@ log = logging.getLogger(__name__)
 
 BOLD_FLAG = 16
 _BOLD_NAMES = ("bold", "black", "heavy", "demi", "semibold", "-bd", ",bd")
+CAPTION_START_RE = re.compile(r"^(?:Table|TABLE|Tab\.|Figure|FIGURE|Fig\.|Exhibit|EXHIBIT)\s*[A-Z]?\d")
 
 
 @dataclass(slots=True)
@@ -134,26 +136,60 @@ def _ruling_edges(drawings: list[dict]) -> int:
     return edges
 
 
+def _cell_text(words: list[tuple], rect) -> str:
+    """The words whose centre lies in the cell, in MuPDF's reading order. (Table.extract()
+    sorts characters by position: with a tolerance large enough to keep "95.8" whole it
+    interleaves two-line cells into "Dece 2m 0b 1e 9r 31,"; with a small one it splits words.)"""
+    x0, y0, x1, y1 = rect
+    inside = [w for w in words if x0 <= (w[0] + w[2]) / 2 <= x1 and y0 <= (w[1] + w[3]) / 2 <= y1]
+    inside.sort(key=lambda w: (w[5], w[6], w[7]))
+    return _clean(" ".join(w[4] for w in inside))
+
+
+def _external_header_ok(words: list[tuple], tab) -> bool:
+    """find_tables takes the text just above a table for an "external" header; keep it only when
+    that band holds no caption and no prose running past the table's edges."""
+    if not tab.header.bbox:
+        return False
+    hx0, hy0, hx1, hy1 = tab.header.bbox
+    band = [w for w in words if hy0 <= (w[1] + w[3]) / 2 <= hy1]
+    lines: dict[tuple[int, int], list[tuple]] = {}
+    for w in band:
+        lines.setdefault((w[5], w[6]), []).append(w)
+    for line in lines.values():
+        line.sort(key=lambda w: w[7])
+        text = " ".join(w[4] for w in line)
+        if CAPTION_START_RE.match(text) or min(w[0] for w in line) < hx0 - 5 or max(w[2] for w in line) > hx1 + 5:
+            return False
+    return True
+
+
 def _tables(page: pymupdf.Page, max_tables: int) -> list[RawTable]:
     found = page.find_tables()
+    words = page.get_text("words")  # (x0, y0, x1, y1, word, block, line, word number)
     out: list[RawTable] = []
     for tab in found.tables:
+        if tab.row_count < 2 or tab.col_count < 2:
+            continue
         try:
-            cells = tab.extract(x_tolerance=1.5, y_tolerance=8)
-        except (ValueError, IndexError, RuntimeError) as exc:  # malformed cell geometry
+            rows = [[_cell_text(words, c) if c is not None else "" for c in r.cells] for r in tab.rows]
+        except (ValueError, IndexError, RuntimeError, TypeError) as exc:  # malformed cell geometry
             log.debug("table extraction failed on page %s: %s", page.number + 1, exc)
             continue
-        if not cells or tab.row_count < 2 or tab.col_count < 2:
-            continue
-        rows = [[_clean(c or "") for c in row] for row in cells]
-        header_names = [_clean(h or "") for h in (tab.header.names or [])]
-        header_bbox = tuple(tab.header.bbox) if tab.header.bbox else None
         row_bboxes = [tuple(r.bbox) for r in tab.rows]
-        if tab.header.external:
-            header, body, body_boxes = header_names, rows, row_bboxes
+        if tab.header.external and _external_header_ok(words, tab):
+            header = [_cell_text(words, c) if c is not None else "" for c in tab.header.cells]
+            header_bbox = tuple(tab.header.bbox)
+            body, body_boxes = rows, row_bboxes
         else:
             header, body, body_boxes = rows[0], rows[1:], row_bboxes[1:]
-            header_bbox = row_bboxes[0] if row_bboxes else header_bbox
+            header_bbox = row_bboxes[0]
+            if body and sum(1 for c in header if c) * 2 < len(header):
+                # A spanning first row ("Years ended December 31" over the year columns) and the
+                # row under it make the header together.
+                header = [" ".join(p for p in (a, b) if p) for a, b in zip(header, body[0])]
+                header_bbox = (header_bbox[0], header_bbox[1], body_boxes[0][2], body_boxes[0][3])
+                body, body_boxes = body[1:], body_boxes[1:]
         body_pairs = [(r, bb) for r, bb in zip(body, body_boxes) if any(r)]
         if not body_pairs:
             continue

@@ -1,0 +1,144 @@
+"""The command line end to end, in subprocesses (DESIGN.md section 7): machine-readable output on
+stdout and nothing else, failures named on stderr, exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from backend.types import Trace
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SAMPLE_DIR = REPO_ROOT / "sample_corpus"
+SCORE_PY = REPO_ROOT.parent / "shared" / "bench" / "score.py"
+
+ASK_FIELDS = {"question", "method", "answer", "results", "timings_ms", "llm_calls", "trace"}
+RESULT_FIELDS = {"rank", "node_id", "doc", "page", "bbox", "kind", "section_path", "text", "score"}
+
+pytestmark = pytest.mark.slow
+
+
+def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false", PYTHONPATH=str(REPO_ROOT))
+    for key in [k for k in env if k.startswith("STRATA_")]:
+        del env[key]  # the command line alone decides
+    return subprocess.run(
+        [sys.executable, "-m", "backend", *args], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def test_ingest_names_failures_and_exits_non_zero_only_when_nothing_was_ingested(tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_text("plain text, not a PDF\n")
+    ws = tmp_path / "ws"
+    proc = run_cli("ingest", "--workspace", str(ws), str(SAMPLE_DIR / "policy_brief.pdf"), str(bad))
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    statuses = {f["file_name"]: f["status"] for f in report["files"]}
+    assert statuses == {"policy_brief.pdf": "ingested", "bad.txt": "failed"}
+    failed = next(f for f in report["files"] if f["file_name"] == "bad.txt")
+    assert "not a pdf" in failed["reason"].lower()
+    assert "bad.txt" in proc.stderr and "not a PDF" in proc.stderr
+
+    only_bad = run_cli("ingest", "--workspace", str(tmp_path / "ws2"), str(bad))
+    assert only_bad.returncode != 0
+    assert "bad.txt" in only_bad.stderr
+    assert json.loads(only_bad.stdout)["files"][0]["status"] == "failed"
+
+
+def test_ask_json_prints_one_object_and_nothing_else(workspace_copy):
+    question = "How many hours above 30 °C did the Old Quay sensors record in July 2023?"
+    proc = run_cli("ask", "--workspace", str(workspace_copy), "--method", "hikey", "--top-k", "5", "--json", question)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 1, proc.stdout[:2000]
+    out = json.loads(lines[0])  # json.loads rejects anything after the object
+    assert isinstance(out, dict)
+    assert ASK_FIELDS <= set(out), set(out)
+    assert out["question"] == question and out["method"] == "hikey"
+    assert set(out["answer"]) == {"text", "abstained", "citations"}
+    assert isinstance(out["answer"]["abstained"], bool)
+    assert "96" in out["answer"]["text"]
+    assert all(isinstance(c, str) for c in out["answer"]["citations"]) and out["answer"]["citations"]
+    assert 1 <= len(out["results"]) <= 5
+    for i, r in enumerate(out["results"], 1):
+        assert RESULT_FIELDS <= set(r)
+        assert r["rank"] == i
+        assert r["doc"].endswith(".pdf") and "/" not in r["doc"]
+        assert isinstance(r["page"], int) and r["page"] >= 1
+        assert r["bbox"] is None or (len(r["bbox"]) == 4 and r["bbox"][0] <= r["bbox"][2])
+        assert isinstance(r["section_path"], list) and r["section_path"]
+    scores = [r["score"] for r in out["results"]]
+    assert scores == sorted(scores, reverse=True)
+    assert isinstance(out["llm_calls"], int)
+    assert "total" in out["timings_ms"]
+    assert Trace.model_validate(out["trace"]).method == "hikey"
+
+
+def test_ask_batch_writes_one_line_per_question(workspace_copy, tmp_path):
+    questions = tmp_path / "q.jsonl"
+    rows = [
+        {"id": "q-trees", "question": "How many trees did the programme plant?"},
+        {"id": "q-budget", "question": "What budget was proposed for the second phase?"},
+        {"id": "q-off", "question": "Who won the 1998 FIFA World Cup final?"},
+    ]
+    questions.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    pred = tmp_path / "out" / "pred.jsonl"
+    proc = run_cli(
+        "ask", "--workspace", str(workspace_copy), "--method", "bm25", "--top-k", "4", "--questions", str(questions), "--out", str(pred)
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(line) for line in pred.read_text().splitlines()]
+    assert [p["id"] for p in lines] == [r["id"] for r in rows]
+    for p in lines:
+        assert {"id", "results", "answer"} <= set(p)
+        assert len(p["results"]) <= 4
+        assert all(RESULT_FIELDS <= set(r) for r in p["results"])
+        assert set(p["answer"]) >= {"text", "abstained", "citations"}
+    assert lines[2]["answer"]["abstained"] is True
+    assert lines[0]["answer"]["abstained"] is False
+
+
+@pytest.mark.skipif(not SCORE_PY.is_file(), reason=f"{SCORE_PY} not found")
+def test_eval_on_a_tiny_bench_prints_a_summary(workspace_copy, tmp_path):
+    bench_root = tmp_path / "bench"
+    bench = bench_root / "tiny"
+    (bench / "corpus").mkdir(parents=True)
+    for name in ("data_annex.pdf", "methods_appendix.pdf"):
+        shutil.copyfile(SAMPLE_DIR / name, bench / "corpus" / name)
+    shutil.copyfile(SCORE_PY, bench_root / "score.py")
+
+    def q(qid, question, answers, doc, page):
+        return {
+            "id": qid, "question": question, "answers": answers, "answer_format": "str", "unanswerable": False,
+            "gold": [{"doc": doc, "page": page, "bbox": None, "text": None}], "modality": "text", "hops": 1,
+            "source": "strata-tests", "meta": {},
+        }
+
+    questions = [
+        q("tiny-1", "How many Landsat scenes were used?", ["17"], "methods_appendix.pdf", 2),
+        q("tiny-2", "How many hours above 30 °C did the Old Quay sensors record in July 2023?", ["96"], "data_annex.pdf", 2),
+        q("tiny-3", "What was the accuracy of the 2023 canopy map?", ["94.6%"], "methods_appendix.pdf", 2),
+    ]
+    (bench / "questions.jsonl").write_text("".join(json.dumps(x) + "\n" for x in questions))
+    out_dir = tmp_path / "eval_out"
+    proc = run_cli("eval", "--workspace", str(workspace_copy), "--bench", str(bench), "--method", "hybrid", "--out-dir", str(out_dir))
+    assert proc.returncode == 0, proc.stderr
+    summary = [line for line in proc.stdout.splitlines() if line.startswith("SUMMARY")]
+    assert len(summary) == 1, proc.stdout
+    preds = list(out_dir.glob("*.jsonl"))
+    assert len(preds) == 1
+    assert sorted(json.loads(line)["id"] for line in preds[0].read_text().splitlines()) == ["tiny-1", "tiny-2", "tiny-3"]
+
+
+def test_bad_arguments_are_reported_on_stderr(tmp_path):
+    proc = run_cli("ask", "--workspace", str(tmp_path / "nowhere"), "--json", "anything")
+    assert proc.returncode != 0
+    assert proc.stdout == ""
+    assert "No workspace" in proc.stderr

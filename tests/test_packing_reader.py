@@ -1,0 +1,148 @@
+"""Evidence packing under a token budget (HiKEY Algorithm 1) and the reader's answers."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from backend.packing import TokenBudgetPacker
+from backend.retrieval.base import get_retriever_class
+from backend.types import Layer, NodeKind, Trace
+
+QUESTION = "Which district had the largest canopy gain?"
+
+
+@pytest.fixture(scope="module")
+def ranked(sample_corpus, service):
+    retriever = get_retriever_class("hikey")(sample_corpus, service.encoder, service.settings)
+    hits = retriever.retrieve(QUESTION, 10, {}, Trace(method="hikey"))
+    assert len(hits) == 10
+    return hits
+
+
+@pytest.fixture(scope="module")
+def packer(sample_corpus, service):
+    return TokenBudgetPacker(sample_corpus, service.encoder.count_tokens, service.settings.reader.associates_per_anchor)
+
+
+def _chain(corpus, node_id: str) -> list[str]:
+    """Section ids from the document root down to the node's section."""
+    chain, sec = [], corpus.nodes[node_id].section
+    while sec:
+        chain.append(sec)
+        sec = corpus.sections[sec].parent
+    return chain[::-1]
+
+
+@pytest.mark.parametrize("budget", [0, 60, 200, 600, 2048, 8000])
+def test_pack_respects_the_budget(budget, packer, ranked, sample_corpus):
+    pack = packer.pack(QUESTION, ranked, budget)
+    assert pack.budget == budget
+    assert pack.tokens <= budget
+    assert pack.tokens == sum(u.tokens for u in pack.units)
+    ids = [u.node_id for u in pack.units]
+    assert len(ids) == len(set(ids)), "a unit is packed once"
+    if budget == 0:
+        assert pack.units == [] and pack.tokens == 0
+    for u in pack.units:
+        if u.role == "header":
+            assert u.node_id in sample_corpus.sections
+        else:
+            assert sample_corpus.nodes[u.node_id].layer == Layer.COMPONENT
+            assert u.path == sample_corpus.section_path(u.node_id)
+
+
+def test_bigger_budgets_pack_more(packer, ranked):
+    sizes = [len(packer.pack(QUESTION, ranked, b).units) for b in (200, 600, 2048, 8000)]
+    assert sizes == sorted(sizes) and sizes[0] < sizes[-1]
+    assert sizes[0] > 0
+
+
+@pytest.mark.parametrize("budget", [300, 2048])
+def test_anchors_come_with_their_headers_and_siblings_share_their_section(budget, packer, ranked, sample_corpus):
+    pack = packer.pack(QUESTION, ranked, budget)
+    anchors = [u for u in pack.units if u.role == "anchor"]
+    assert anchors
+    # Anchors follow the ranking (a subcomponent hit stands for its component).
+    ranked_components = []
+    for h in ranked:
+        c = sample_corpus.component_of(h.node_id)
+        if c not in ranked_components:
+            ranked_components.append(c)
+    order = [ranked_components.index(a.node_id) for a in anchors]
+    assert order == sorted(order)
+    headers_so_far: set[str] = set()
+    for u in pack.units:
+        if u.role == "header":
+            headers_so_far.add(u.node_id)
+        elif u.role == "anchor":
+            missing = set(_chain(sample_corpus, u.node_id)) - headers_so_far
+            assert not missing, f"anchor {u.node_id} packed without its headers {missing}"
+        elif u.role == "sibling":
+            assert u.anchor is not None
+            assert sample_corpus.nodes[u.node_id].section == sample_corpus.nodes[u.anchor].section
+        elif u.role == "associate":
+            assert sample_corpus.nodes[u.node_id].doc == sample_corpus.nodes[u.anchor].doc
+            assert sample_corpus.nodes[u.node_id].kind in (NodeKind.TABLE, NodeKind.FIGURE)
+
+
+def test_serialised_pack_follows_the_hikey_format(packer, ranked, sample_corpus):
+    pack = packer.pack(QUESTION, ranked, 2048)
+    text = pack.text
+    assert text.startswith("# Global Context\n[DOC_META]\nID: ")
+    assert "[SCOPE] " in text
+    units = [u for u in pack.units if u.role != "header"]
+    for u in units:
+        node = sample_corpus.nodes[u.node_id]
+        doc = sample_corpus.documents[node.doc]
+        assert re.search(rf"\[UNIT id={re.escape(u.node_id)} \| Type=(Text|Table|Figure) \| Page={node.page}\]", text), u.node_id
+        assert f"ID: {doc.file_name} | Title: {doc.title}" in text
+    assert text.count("[UNIT id=") == len(units)
+    assert text.count("# Hierarchy Anchor") == sum(1 for u in units if u.role == "anchor")
+    # Tables carry their caption line.
+    tables = [u for u in units if sample_corpus.nodes[u.node_id].kind == NodeKind.TABLE]
+    for u in tables:
+        assert f"Caption: {sample_corpus.nodes[u.node_id].context}" in text
+
+
+@pytest.mark.parametrize(
+    "question, number",
+    [
+        ("How many hours above 30 °C did the Old Quay sensors record in July 2023?", "96"),
+        ("How many heat-related ambulance call-outs were there in summer 2022?", "232"),
+    ],
+)
+def test_reader_answers_a_number_and_cites_where_it_is(service, sample_workspace, sample_corpus, question, number):
+    result = service.ask(sample_workspace, question, method="hikey", top_k=10)
+    answer = result.answer
+    assert not answer.abstained
+    assert re.search(rf"(?<![\d.,]){number}(?![\d.,]*\d)", answer.text), answer.text
+    assert answer.citations
+    cited = [c for c in answer.citations if re.search(rf"\b{number}\b", c.text)]
+    assert cited, [c.text for c in answer.citations]
+    for c in answer.citations:
+        node = sample_corpus.nodes[c.node_id]
+        assert node.kind in (NodeKind.SENTENCE, NodeKind.ROW, NodeKind.OBJECT)
+        assert c.text == node.text and c.page == node.page and c.bbox == node.bbox
+        assert c.doc == sample_corpus.documents[node.doc].file_name
+        assert c.section_path == sample_corpus.section_path(c.node_id)
+    assert [c.n for c in answer.citations] == list(range(1, len(answer.citations) + 1))
+
+
+def test_reader_abstains_on_an_unrelated_question(service, sample_workspace):
+    result = service.ask(sample_workspace, "Who won the 1998 FIFA World Cup final?", method="hikey", top_k=10)
+    assert result.answer.abstained is True
+    assert result.answer.text == "not enough evidence"
+    assert result.answer.citations == []
+    assert result.results, "retrieval still shows what it found"
+
+
+def test_ask_result_round_trips_through_json(service, sample_workspace):
+    from backend.types import AskResult
+
+    result = service.ask(sample_workspace, QUESTION, method="hybrid", top_k=5)
+    assert AskResult.model_validate_json(result.model_dump_json()) == result
+    assert [r.rank for r in result.results] == list(range(1, len(result.results) + 1))
+    assert result.pack.tokens <= result.pack.budget
+    assert set(result.timings_ms) >= {"retrieve", "pack", "read", "total"}
