@@ -164,8 +164,8 @@ def _external_header_ok(words: list[tuple], tab) -> bool:
     return True
 
 
-def _tables(page: pymupdf.Page, max_tables: int) -> list[RawTable]:
-    found = page.find_tables()
+def _tables(page: pymupdf.Page, max_tables: int, use_layout: bool = False) -> list[RawTable]:
+    found = page.find_tables(use_layout=use_layout)
     words = page.get_text("words")  # (x0, y0, x1, y1, word, block, line, word number)
     out: list[RawTable] = []
     for tab in found.tables:
@@ -275,6 +275,7 @@ def extract_page(
     *,
     find_tables: bool,
     max_tables: int,
+    table_layout_model: bool = False,
     ocr_engine: str | None,
     ocr_language: str,
     ocr_dpi: int,
@@ -314,7 +315,7 @@ def extract_page(
             log.debug("cluster_drawings failed on page %s: %s", raw.number, exc)
     if find_tables and raw.has_lines:
         try:
-            raw.tables = _tables(page, max_tables)
+            raw.tables = _tables(page, max_tables, table_layout_model)
         except (ValueError, RuntimeError, IndexError) as exc:
             warnings.append(f"page {raw.number}: table detection failed: {exc}")
     raw.links = _links(page)

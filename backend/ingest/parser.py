@@ -152,6 +152,7 @@ def parse_pdf(
                 _check_content_size(pdf, page, name, settings.parse_memory_mb)
                 raw, page_warnings = extract_page(
                     page, find_tables=settings.find_tables, max_tables=settings.max_tables_per_page,
+                    table_layout_model=settings.table_layout_model,
                     ocr_engine=ocr_engine, ocr_language=settings.ocr_language, ocr_dpi=settings.ocr_dpi,
                 )
             except (RuntimeError, ValueError) as exc:
