@@ -30,7 +30,7 @@ import pymupdf
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DEB_CACHE = Path.home() / ".cache" / "strata-test-debs"
-APT_TIMEOUT_S = 180
+APT_TIMEOUT_S = 120
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +79,9 @@ def _download_deb(package: str, dest: Path) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     try:
         proc = subprocess.run(
-            ["apt-get", "download", package], cwd=dest, capture_output=True, text=True, timeout=APT_TIMEOUT_S,
+            # Short network timeouts: offline, the download must fail (and the test skip) quickly.
+            ["apt-get", "-o", "Acquire::http::Timeout=20", "-o", "Acquire::Retries=0", "download", package],
+            cwd=dest, capture_output=True, text=True, timeout=APT_TIMEOUT_S,
         )
     except subprocess.TimeoutExpired as exc:
         raise ManualUnavailable(f"'apt-get download {package}' took over {APT_TIMEOUT_S} s") from exc
@@ -317,6 +319,12 @@ def markdown_table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> s
     out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     out += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
     return "\n".join(out)
+
+
+def machine_note() -> str:
+    """CPU count and load, so a figure taken on a busy shared machine can be read as such."""
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    return f"{os.cpu_count()} CPUs, 1-min load average {load:.1f}, Python {sys.version.split()[0]}, PyMuPDF {pymupdf.VersionBind}"
 
 
 def command_line() -> str:

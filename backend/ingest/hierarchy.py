@@ -19,7 +19,6 @@ from backend.types import BlockKind, Section
 TOC_LINE_RE = re.compile(r"^(?P<title>.*?\w.*?)\s*(?:\.{2,}|…+|\s{2,}|\s)\s*(?P<page>\d{1,4}|[ivxlc]{1,5})$", re.IGNORECASE)
 TOC_NUMBER_LINE_RE = re.compile(r"(?:\d{1,4}|[A-Z])(?:\.\d{1,3})*\.?|[ivxlc]{1,6}")
 LEADER_RE = re.compile(r"(?:\s*\.){4,}\s*$|\s*…+\s*$")  # a dot leader ending a TOC line
-BULLET_START_RE = re.compile(r"^[•·▪‣◦●○■□➢►\-–*]")
 JUNK_TITLES = re.compile(r"^(untitled|microsoft word|document\d*|slide \d+|none)\b", re.IGNORECASE)
 
 
@@ -187,8 +186,10 @@ def _fold_chapter_labels(blocks: list[LayoutBlock]) -> list[LayoutBlock]:
 
 
 def _demote_definition_terms(blocks: list[LayoutBlock], body_size: float) -> None:
-    """A body-size bold term whose next block is indented under it ("required" / "    Packages
-    which are necessary ...") is the term of a definition list, not a heading."""
+    """A body-size bold term whose next block is indented under it, every line of it ("required" /
+    "    Packages which are necessary ..."), is the term of a definition list, not a heading. A
+    one-line next block may be a paragraph with a first-line indent after a heading, so it only
+    counts when it follows the term with no paragraph spacing, as definition lists set it."""
     content = [b for b in blocks if b.kind not in (BlockKind.HEADER, BlockKind.FOOTER, BlockKind.PAGE_NUMBER)]
     for b, nxt in zip(content, content[1:]):
         if (
@@ -197,9 +198,11 @@ def _demote_definition_terms(blocks: list[LayoutBlock], body_size: float) -> Non
             and b.size < body_size * 1.12
             and nxt.page == b.page
             and not nxt.heading_candidate
-            and nxt.kind in (BlockKind.PARAGRAPH, BlockKind.LIST_ITEM)
-            and not BULLET_START_RE.match(nxt.text)
-            and nxt.bbox[0] - b.bbox[0] >= max(8.0, 0.8 * body_size)
+            and nxt.kind == BlockKind.PARAGRAPH  # plain body text, not a list or a bold table header
+            and not nxt.bold
+            and abs(nxt.size - body_size) < 0.6
+            and 0 <= nxt.bbox[1] - b.bbox[3] < (2 if len(nxt.lines) >= 2 else 0.35) * body_size  # right under the term
+            and max(8.0, 0.8 * body_size) <= min(ln.bbox[0] for ln in nxt.lines) - b.bbox[0] <= 6 * body_size
         ):
             b.heading_candidate = False
             b.kind = BlockKind.PARAGRAPH
