@@ -90,6 +90,7 @@ class Document(Model):
     card: str = Field(description="HiKEY Doc_card: title + high-level section paths (+ TOC entries).")
     summary: str = Field("", description="Opening text of the document, used as routing context.")
     hierarchy_source: str = Field(description="outline | numbering+font | flat")
+    parser_version: str = Field("1", description="Parser version that produced this document's nodes.")
     page_sizes: list[tuple[float, float]]
     warnings: list[str] = Field(default_factory=list)
 

@@ -25,7 +25,9 @@ from backend.types import Document, Layer, NodeKind, ParsedDocument
 
 log = logging.getLogger(__name__)
 
-PARSER_VERSION = "1"
+# Bump when a change to ingest/ changes what a PDF parses into: a re-ingest then re-parses
+# files whose bytes are unchanged instead of keeping their old nodes.
+PARSER_VERSION = "2"
 CARD_MAX_CHARS = 1500
 ZLIB_MAX_RATIO = 1032  # deflate cannot inflate more than this
 ProgressFn = Callable[[str, int, int], None]
@@ -208,7 +210,7 @@ def parse_pdf(
                 n.text = card
         document = Document(
             id=doc_id, file_name=name, title=hier.title, pages=n_pages, sha256=sha, bytes=path.stat().st_size,
-            card=card, summary=summary, hierarchy_source=hier.source,
+            card=card, summary=summary, hierarchy_source=hier.source, parser_version=PARSER_VERSION,
             page_sizes=[(round(pdf[i].rect.width, 2), round(pdf[i].rect.height, 2)) for i in range(n_pages)],
             warnings=warnings,
         )

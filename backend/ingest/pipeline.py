@@ -16,7 +16,7 @@ from backend.errors import BadPdfError
 from backend.graph.store import WorkspaceStore
 from backend.index.encoders import EncoderSet
 from backend.index.texts import index_texts
-from backend.ingest.parser import file_sha256
+from backend.ingest.parser import PARSER_VERSION, file_sha256
 from backend.ingest.worker import ParseWorker
 from backend.types import FileReport, IngestReport, Layer, ParsedDocument, ProgressEvent
 
@@ -72,7 +72,7 @@ class Ingestor:
             raise BadPdfError(name, "file not found")
         sha = file_sha256(path)
         existing = store.document_by_sha(sha)
-        if existing is not None:
+        if existing is not None and existing.parser_version == PARSER_VERSION:
             note = None if existing.file_name == name else f"the same file is already in the workspace as {existing.file_name}"
             return FileReport(
                 file_name=name, status="unchanged", doc_id=existing.id, title=existing.title, pages=existing.pages, reason=note

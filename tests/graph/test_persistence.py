@@ -194,3 +194,17 @@ def test_killed_ingest_leaves_a_readable_workspace(service, tmp_path):
     assert len(corpus.documents) == len(docs) + 1
     node_counts = np.array([sum(1 for n in corpus.nodes.values() if n.doc == d) for d in corpus.documents])
     assert (node_counts > 50).all()
+
+
+def test_a_document_from_an_older_parser_is_parsed_again(service, workspace_copy, monkeypatch):
+    """Unchanged bytes are a no-op only when the stored nodes come from the current parser."""
+    import backend.ingest.pipeline as pipeline
+
+    path = SAMPLE_DIR / "data_annex.pdf"
+    assert service.ingest(workspace_copy, [path]).files[0].status == "unchanged"
+    monkeypatch.setattr(pipeline, "PARSER_VERSION", "test-next")
+    report = service.ingest(workspace_copy, [path])
+    assert report.files[0].status == "replaced"
+    monkeypatch.undo()
+    # The re-parsed document carries the version it was parsed with (the real one here).
+    assert service.ingest(workspace_copy, [path]).files[0].status == "unchanged"
