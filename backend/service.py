@@ -8,6 +8,7 @@ session are never visible to another.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import logging
 import shutil
@@ -40,6 +41,7 @@ from backend.types import (
     ParamInfo,
     ProgressEvent,
     ResultItem,
+    ScoredNode,
     Section,
     Trace,
 )
@@ -106,7 +108,7 @@ class Service:
         out = []
         for name in method_names():
             cls = get_retriever_class(name)
-            out.append(MethodInfo(name=name, description=cls.description, params=[ParamInfo(**p.__dict__) if hasattr(p, "__dict__") else ParamInfo(name=p.name, default=p.default, minimum=p.minimum, maximum=p.maximum, description=p.description) for p in cls.params]))
+            out.append(MethodInfo(name=name, description=cls.description, params=[ParamInfo(**dataclasses.asdict(p)) for p in cls.params]))
         return out
 
     def _store(self, workspace: Path, create: bool = False) -> WorkspaceStore:
@@ -235,8 +237,6 @@ class Service:
     def repack(self, workspace: Path, result: AskResult, budget: int) -> AskResult:
         """Pack the same ranked results under another token budget and read again."""
         corpus = self.corpus(workspace)
-        from backend.types import ScoredNode
-
         hits = [ScoredNode(node_id=r.node_id, score=r.score, why=r.why) for r in result.results if r.node_id in corpus.nodes]
         packer = TokenBudgetPacker(corpus, self.encoder.count_tokens, self.settings.reader.associates_per_anchor)
         pack = packer.pack(result.question, hits, budget)

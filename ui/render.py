@@ -379,11 +379,11 @@ def _step_json(step) -> str:
 def _route_docs(step: RouteDocsStep) -> tuple[str, str]:
     rows = "".join(
         f'<tr class="{"" if i < step.kept else "st-dropped"}"><td>{esc(d.file_name)}</td><td class="st-num">{d.bm25:.3f}</td>'
-        f'<td class="st-num">{d.dense:.3f}</td><td class="st-num"><b>{d.score:.3f}</b></td></tr>'
+        f'<td class="st-num">{d.dense:.3f}</td><td class="st-num">{d.evidence:.3f}</td><td class="st-num"><b>{d.score:.3f}</b></td></tr>'
         for i, d in enumerate(step.docs)
     )
     table = (
-        '<table class="st-table"><thead><tr><th>Document</th><th>BM25</th><th>Dense</th><th>Score</th></tr></thead>'
+        '<table class="st-table"><thead><tr><th>Document</th><th>Card BM25</th><th>Card dense</th><th>Best unit</th><th>Score</th></tr></thead>'
         f"<tbody>{rows}</tbody></table>"
     )
     return f"Route documents (alpha {step.alpha:g}, kept {step.kept} of {len(step.docs)})", table
