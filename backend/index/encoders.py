@@ -80,7 +80,8 @@ class SentenceTransformerEncoder:
         self._device = resolve_device(settings.device)
         self._batch = settings.batch_size
         self._threads = settings.torch_threads
-        self.name = f"{Path(self._path).name}@{self._device}"
+        label = "all-MiniLM-L6-v2" if settings.text_encoder == "minilm" else Path(self._path).name
+        self.name = f"{label}@{self._device}"
 
     @property
     def model(self):
