@@ -353,6 +353,33 @@ def layout_document(pages: list[RawPage]) -> tuple[list[LayoutBlock], float]:
         furniture = [b for b in blocks_by_page[page_no] if b not in body]
         ordered.extend(_reading_order(body, widths[page_no]))
         ordered.extend(furniture)
+    ordered = _merge_list_continuations(ordered)
     for i, b in enumerate(ordered):
         b.order = i
     return ordered, body_size
+
+
+def _merge_list_continuations(blocks: list[LayoutBlock]) -> list[LayoutBlock]:
+    """Join the wrapped lines of a list item (indented to the item's text, right under it, no
+    bullet of their own) back into the item: PyMuPDF often returns them as a separate block."""
+    out: list[LayoutBlock] = []
+    for b in blocks:
+        prev = out[-1] if out else None
+        if (
+            prev is not None
+            and prev.kind == BlockKind.LIST_ITEM
+            and b.kind == BlockKind.PARAGRAPH
+            and b.lines
+            and prev.lines
+            and b.page == prev.page
+            and b.bbox[0] > prev.bbox[0] + 3
+            and 0 <= b.bbox[1] - prev.bbox[3] < max(prev.size, 6) * 0.6
+            and abs(b.size - prev.size) < 0.6
+            and not BULLET_RE.match(b.text)
+        ):
+            prev.lines = prev.lines + b.lines
+            prev.text, _ = join_lines(prev.lines)
+            prev.bbox = _union([prev.bbox, b.bbox])
+            continue
+        out.append(b)
+    return out

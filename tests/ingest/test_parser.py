@@ -313,6 +313,16 @@ def test_two_column_page_reading_order(parsed):
     assert columns == sorted(columns), columns
 
 
+def test_wrapped_list_items_stay_one_item(parsed):
+    """policy_brief's key messages wrap onto a second, indented line that PyMuPDF returns as its
+    own block; it must stay part of its list item, not become a paragraph of its own."""
+    doc = parsed["policy_brief.pdf"]
+    items = [n for n in doc.nodes if n.kind == NodeKind.PARAGRAPH and n.role == "list_item" and n.page == 1]
+    first = next(n for n in items if n.text.lstrip("-• ").startswith("Tree canopy in Larkhaven rose"))
+    assert first.text.endswith("gained the most.")
+    assert not any(n.text == "gained the most." for n in doc.nodes if n.kind == NodeKind.PARAGRAPH)
+
+
 def test_every_node_has_a_page_and_a_box_inside_it(parsed):
     for name, doc in parsed.items():
         sizes = doc.document.page_sizes
