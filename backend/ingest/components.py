@@ -137,7 +137,8 @@ def build_components(
         out.edges.append(Edge(src=s.parent or doc_id, dst=s.id, kind=EdgeKind.CONTAINS, provenance="section tree"))
 
     captions = _attach_captions(blocks)
-    caption_of = {obj.order: cap for cap_order, obj in captions.items() for cap in blocks if cap.order == cap_order}
+    block_at = {b.order: b for b in blocks}
+    caption_of = {obj.order: block_at[cap_order] for cap_order, obj in captions.items()}
     last_paragraph_text: dict[str, str] = {}
     last_component: dict[str, str] = {}
     counter = 0
