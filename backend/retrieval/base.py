@@ -85,6 +85,11 @@ def minmax(x: np.ndarray) -> np.ndarray:
     return (x - lo) / (hi - lo)
 
 
+def hybrid_scores(layer, query: str, qvec: np.ndarray, alpha: float) -> np.ndarray:
+    """alpha * min-max(BM25) + (1 - alpha) * min-max(cosine) over every row of a layer: (n,)."""
+    return alpha * minmax(layer.lexical.scores(query)) + (1 - alpha) * minmax(layer.dense.scores(qvec))
+
+
 def top_scored(ids: list[str], scores: np.ndarray, k: int, why: str) -> list[ScoredNode]:
     if k <= 0 or not len(ids):
         return []

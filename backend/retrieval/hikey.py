@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from backend.retrieval.base import ParamSpec, Retriever, minmax, register
+from backend.retrieval.base import ParamSpec, Retriever, hybrid_scores, minmax, register
 from backend.types import DocScore, RankSectionsStep, RouteDocsStep, ScoredNode, SectionScore, Trace
 
 TRACE_SECTIONS = 30
@@ -59,7 +59,7 @@ class HiKEYRetriever(Retriever):
 
         # Type-specific unit scores (text: hybrid of the text; table/figure: hybrid of caption/upper
         # context + content, whose visual term gamma * s_vis needs an image encoder).  (n_components,)
-        unit_score = alpha * minmax(comps.lexical.scores(query)) + (1 - alpha) * minmax(comps.dense.scores(qvec))
+        unit_score = hybrid_scores(comps, query, qvec, alpha)
 
         # Stage 1: document routing. Doc_card hybrid score, backed by the best unit inside the
         # document so that documents with near-identical cards (report templates) still separate.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from backend.retrieval.base import ParamSpec, Retriever, minmax, register, top_scored
+from backend.retrieval.base import ParamSpec, Retriever, hybrid_scores, register, top_scored
 from backend.types import RankStep, ScoredNode, Trace
 
 
@@ -17,7 +17,7 @@ class HybridRetriever(Retriever):
     def retrieve(self, query: str, top_k: int, params: dict[str, Any], trace: Trace) -> list[ScoredNode]:
         alpha = float(params.get("alpha", self.settings.retrieval.hybrid_alpha))
         layer = self.corpus.layers["components"]
-        scores = alpha * minmax(layer.lexical.scores(query)) + (1 - alpha) * minmax(layer.dense.scores(self.embed(query)))
+        scores = hybrid_scores(layer, query, self.embed(query), alpha)
         results = top_scored(layer.ids, scores, top_k, f"hybrid alpha={alpha:g}")
         trace.params["alpha"] = alpha
         trace.add(RankStep(label="Hybrid (min-max BM25 + dense) over components", index="hybrid", candidates=results))
