@@ -25,10 +25,11 @@ from backend.graph.store import WorkspaceStore
 from backend.index.encoders import EncoderSet, QueryCachingEncoder, TextEncoder, WordLlamaEncoder, build_encoders
 from backend.index.vector import gpu_available
 from backend.ingest.pipeline import Ingestor
-from backend.llm.rules import RulesBackend
+from backend.llm.base import LLMBackend
+from backend.llm.factory import build_llm
 from backend.packing import TokenBudgetPacker
 from backend.reader import EvidenceReader
-from backend.retrieval.base import get_retriever_class, method_names
+from backend.retrieval.base import Retriever, get_retriever_class, method_names
 from backend.types import (
     AskResult,
     Block,
@@ -208,22 +209,23 @@ class Service:
         top_k = int(top_k or self.settings.retrieval.top_k)
         budget = int(budget or self.settings.reader.token_budget)
         params = dict(params or {})
-        cls = get_retriever_class(method)
+        get_retriever_class(method)  # an unknown method fails before the corpus is loaded
         corpus = self.corpus(workspace)
         if not corpus.documents:
             raise EmptyCorpusError("This workspace has no documents yet. Upload a PDF in the Library tab first.")
         timings: dict[str, float] = {}
         t = time.perf_counter()
-        retriever = cls(corpus, self.encoder, self.settings)
-        trace = Trace(method=method)
+        llm = self.llm()
+        retriever = self.retriever(method, corpus, llm)
+        trace = Trace(method=method, llm_backend=llm.name)
         hits = retriever.retrieve(question, top_k, params, trace)
+        trace.llm_calls, trace.llm_tokens = llm.usage.snapshot()
         timings["retrieve"] = round((time.perf_counter() - t) * 1000, 2)
         t = time.perf_counter()
         packer = TokenBudgetPacker(corpus, self.encoder.count_tokens, self.settings.reader.associates_per_anchor)
         pack = packer.pack(question, hits, budget)
         timings["pack"] = round((time.perf_counter() - t) * 1000, 2)
         t = time.perf_counter()
-        llm = RulesBackend()
         reader = EvidenceReader(corpus, llm, self.settings.reader.abstain_threshold)
         answer = reader.read(question, self._question_vectors(question), pack)
         timings["read"] = round((time.perf_counter() - t) * 1000, 2)
@@ -231,8 +233,16 @@ class Service:
         results = [self._result_item(corpus, i + 1, h.node_id, h.score, h.why) for i, h in enumerate(hits)]
         return AskResult(
             question=question, method=method, results=results, pack=pack, answer=answer, trace=trace, timings_ms=timings,
-            llm_backend=llm.name, llm_calls=llm.usage.calls, llm_tokens=llm.usage.prompt_tokens + llm.usage.completion_tokens,
+            llm_backend=llm.name, llm_calls=llm.usage.calls, llm_tokens=llm.usage.tokens,
         )
+
+    def llm(self) -> LLMBackend:
+        """A fresh backend per question, so its usage counts are that question's cost."""
+        return build_llm(self.settings)
+
+    def retriever(self, method: str, corpus: Corpus, llm: LLMBackend | None = None) -> Retriever:
+        cls = get_retriever_class(method)
+        return cls(corpus, self.encoder, self.settings, sub_encoder=self.encoders.sub, llm=llm or self.llm())
 
     def repack(self, workspace: Path, result: AskResult, budget: int) -> AskResult:
         """Pack the same ranked results under another token budget and read again."""
@@ -240,7 +250,7 @@ class Service:
         hits = [ScoredNode(node_id=r.node_id, score=r.score, why=r.why) for r in result.results if r.node_id in corpus.nodes]
         packer = TokenBudgetPacker(corpus, self.encoder.count_tokens, self.settings.reader.associates_per_anchor)
         pack = packer.pack(result.question, hits, budget)
-        llm = RulesBackend()
+        llm = self.llm()
         answer = EvidenceReader(corpus, llm, self.settings.reader.abstain_threshold).read(
             result.question, self._question_vectors(result.question), pack
         )

@@ -261,13 +261,134 @@ class RankSectionsStep(Model):
     sections: list[SectionScore]
 
 
-TraceStep = Annotated[Union[RankStep, RouteDocsStep, RankSectionsStep], Field(discriminator="kind")]
+class SubQuery(Model):
+    text: str
+    modality: Literal["text", "table", "figure", "any"] = "any"
+    depends_on: list[int] = Field(default_factory=list, description="Indexes of the subqueries this one needs answered first.")
+    status: Literal["open", "answered", "failed"] = "open"
+
+
+class DecomposeStep(Model):
+    """The question split into modality-labelled subqueries (LILaC / FiF / MI-RAG)."""
+
+    kind: Literal["decompose"] = "decompose"
+    subqueries: list[SubQuery]
+    backend: str = "rules"
+    reason: str = ""
+
+
+class SubqueryMatch(Model):
+    subquery: int = Field(description="Index into the decomposed subqueries.")
+    node_id: NodeId = Field(description="The subcomponent that won the max for this subquery.")
+    score: float
+
+
+class ScoredEdge(Model):
+    src: NodeId
+    dst: NodeId
+    edge_kind: str = Field(description="contains | next | link | xref | caption | doc_link | dummy")
+    score: float = Field(description="Late-interaction score: sum over subqueries of the best subcomponent similarity.")
+    matches: list[SubqueryMatch] = Field(default_factory=list)
+    one_sided: bool = Field(False, description="Every subquery matched on the same end: the edge returns one node.")
+
+
+class BeamStep(Model):
+    """One LILaC beam-search iteration: the frontier it expanded, the edges it scored, what it kept."""
+
+    kind: Literal["beam"] = "beam"
+    iteration: int
+    frontier: list[NodeId]
+    edges: list[ScoredEdge]
+    kept: list[NodeId]
+    pruned: list[NodeId] = Field(default_factory=list)
+
+
+class Strategy(Model):
+    """FiF's strategy tuple."""
+
+    hop: Literal["local", "global"] = "local"
+    granularity: int = Field(0, ge=0, le=2, description="0: node vector; 1: max over children; 2: max over grandchildren.")
+    reasoning: Literal["none", "component", "both"] = "none"
+
+
+class AgentStep(Model):
+    """One FiF agent action with its outcome."""
+
+    kind: Literal["agent"] = "agent"
+    step: int
+    action: Literal["traverse", "plan", "stop"]
+    subquery: str = ""
+    strategy: Strategy | None = None
+    anchor: list[NodeId] = Field(default_factory=list)
+    outcome: Literal["success", "failure", "planned", "stopped"] = "planned"
+    found: list[ScoredNode] = Field(default_factory=list)
+    backtrack_to: int | None = Field(None, description="The earlier step whose context this one re-anchored to.")
+    reason: str = ""
+    seconds: float = 0.0
+    llm_calls: int = 0
+    llm_tokens: int = 0
+
+
+class IterationStep(Model):
+    """One MI-RAG iteration: the queries it searched with, what it found, its reasoning record."""
+
+    kind: Literal["iteration"] = "iteration"
+    iteration: int
+    queries: list[str]
+    found: list[ScoredNode] = Field(default_factory=list)
+    record: str = ""
+    llm_calls: int = 0
+
+
+class EntityHit(Model):
+    node_id: NodeId
+    name: str
+    score: float
+
+
+class EntityEdge(Model):
+    src: NodeId
+    dst: NodeId
+    relation: str = ""
+    score: float = 0.0
+
+
+class EntityStep(Model):
+    """MMGraphRAG Entity2Entity retrieval: the entities matched, the edges followed, the units reached."""
+
+    kind: Literal["entities"] = "entities"
+    mode: Literal["broad", "narrow"] = "narrow"
+    entities: list[EntityHit]
+    edges: list[EntityEdge] = Field(default_factory=list)
+    components: list[ScoredNode] = Field(default_factory=list)
+
+
+class FuseStep(Model):
+    """How a combining method merged the rankings of its parts."""
+
+    kind: Literal["fuse"] = "fuse"
+    label: str
+    inputs: dict[str, list[ScoredNode]] = Field(default_factory=dict)
+    weights: dict[str, float] = Field(default_factory=dict)
+    reason: str = ""
+
+
+TraceStep = Annotated[
+    Union[
+        RankStep, RouteDocsStep, RankSectionsStep, DecomposeStep, BeamStep, AgentStep, IterationStep, EntityStep, FuseStep
+    ],
+    Field(discriminator="kind"),
+]
 
 
 class Trace(Model):
     method: str
     params: dict[str, float | int | str | bool] = Field(default_factory=dict)
     steps: list[TraceStep] = Field(default_factory=list)
+    llm_backend: str = "rules"
+    llm_calls: int = Field(0, description="LLM calls made while retrieving (the reader's are in AskResult).")
+    llm_tokens: int = 0
+    notes: list[str] = Field(default_factory=list, description="What the user should know, e.g. figures without an image encoder.")
 
     def add(self, step) -> None:
         self.steps.append(step)

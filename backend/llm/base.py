@@ -1,10 +1,16 @@
 """The LLM protocol every backend implements: a task name, a prompt, a JSON payload in, a JSON
-object out, with call/token accounting. Backends: `rules` (offline, deterministic); the
-OpenAI-compatible and local transformers backends plug in behind the same protocol."""
+object out, with call/token accounting. Backends: `rules` (offline, deterministic: it reads the
+payload and ignores the prompt text); `openai` (any OpenAI-compatible server) and `hf` (a local
+transformers causal LM) format the prompt and parse the JSON they return, falling back to the
+rules answer for that task when the model's output is not valid JSON of the schema.
+
+Strategies keep their paper's prompt templates and JSON schemas beside their code and call
+`llm.complete_json(task, prompt, payload, schema)`.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 
@@ -13,17 +19,32 @@ class LLMUsage:
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    seconds: float = 0.0
+    fallbacks: int = 0
+    tasks: dict[str, int] = field(default_factory=dict)
 
     def reset(self) -> None:
-        self.calls = self.prompt_tokens = self.completion_tokens = 0
+        self.calls = self.prompt_tokens = self.completion_tokens = self.fallbacks = 0
+        self.seconds = 0.0
+        self.tasks = {}
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def snapshot(self) -> tuple[int, int]:
+        """(calls, tokens) now, to measure the cost of one step as a difference."""
+        return self.calls, self.tokens
 
 
 class LLMBackend(Protocol):
     name: str
     usage: LLMUsage
 
-    def complete_json(self, task: str, prompt: str, payload: dict[str, Any]) -> dict[str, Any]:
-        """Run one task (e.g. 'answer') and return its JSON object."""
+    def complete_json(
+        self, task: str, prompt: str, payload: dict[str, Any], schema: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Run one task (e.g. 'answer', 'decompose') and return its JSON object."""
         ...
 
 

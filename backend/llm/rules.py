@@ -9,7 +9,7 @@ evidence" when the best evidence is weak. It does no generation beyond extractio
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Callable
 
 from backend.index.lexical import tokenize
 from backend.llm.base import LLMUsage
@@ -42,17 +42,47 @@ def _negated(text: str) -> bool:
     return any(w in NEGATIONS or w.endswith("n't") for w in re.findall(r"[a-z']+", text.lower()))
 
 
+RuleTask = Callable[[dict[str, Any]], dict[str, Any]]
+RULE_TASKS: dict[str, RuleTask] = {}
+
+
+def rule_task(name: str) -> Callable[[RuleTask], RuleTask]:
+    """Register the deterministic rules implementation of one prompt (task name -> function)."""
+
+    def deco(fn: RuleTask) -> RuleTask:
+        RULE_TASKS[name] = fn
+        return fn
+
+    return deco
+
+
+def _load_rule_tasks() -> None:
+    # Each strategy keeps the rules for its paper's prompts beside its own code.
+    import importlib
+
+    for module in ("backend.llm.rules_lilac", "backend.llm.rules_fif", "backend.llm.rules_mirag", "backend.llm.rules_mmgraph"):
+        importlib.import_module(module)
+
+
 class RulesBackend:
     name = "rules"
 
     def __init__(self) -> None:
         self.usage = LLMUsage()
 
-    def complete_json(self, task: str, prompt: str, payload: dict[str, Any]) -> dict[str, Any]:
-        if task != "answer":
-            raise ValueError(f"The rules backend has no task '{task}'.")
+    def complete_json(
+        self, task: str, prompt: str, payload: dict[str, Any], schema: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         # Rules make no model calls: calls and tokens stay 0, so the cost shown is honest.
-        return self._answer(payload["question"], payload["evidence"], float(payload.get("threshold", 0.35)))
+        self.usage.tasks[task] = self.usage.tasks.get(task, 0) + 1
+        if task == "answer":
+            return self._answer(payload["question"], payload["evidence"], float(payload.get("threshold", 0.35)))
+        if not RULE_TASKS:
+            _load_rule_tasks()
+        fn = RULE_TASKS.get(task)
+        if fn is None:
+            raise ValueError(f"The rules backend has no task '{task}'.")
+        return fn(payload)
 
     def _answer(self, question: str, evidence: list[dict[str, Any]], threshold: float) -> dict[str, Any]:
         if not evidence or evidence[0]["score"] < threshold:

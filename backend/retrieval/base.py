@@ -13,6 +13,7 @@ from backend.config import Settings
 from backend.errors import UnknownMethodError
 from backend.graph.corpus import Corpus
 from backend.index.encoders import TextEncoder
+from backend.llm.base import LLMBackend
 from backend.types import ScoredNode, Trace
 
 
@@ -34,10 +35,29 @@ class Retriever(ABC):
     description: ClassVar[str]
     params: ClassVar[tuple[ParamSpec, ...]] = ()
 
-    def __init__(self, corpus: Corpus, encoder: TextEncoder, settings: Settings) -> None:
+    def __init__(
+        self,
+        corpus: Corpus,
+        encoder: TextEncoder,
+        settings: Settings,
+        *,
+        sub_encoder: TextEncoder | None = None,
+        llm: LLMBackend | None = None,
+        image_encoder: Any = None,
+    ) -> None:
+        """encoder: the text encoder of the documents/sections/components layers; sub_encoder: the
+        one the subcomponents layer was encoded with (default: encoder); llm: the backend for the
+        strategy's prompts (default: offline rules); image_encoder: optional, for figure units."""
         self.corpus = corpus
         self.encoder = encoder
+        self.sub_encoder = sub_encoder or encoder
         self.settings = settings
+        if llm is None:
+            from backend.llm.rules import RulesBackend
+
+            llm = RulesBackend()
+        self.llm = llm
+        self.image_encoder = image_encoder
 
     @abstractmethod
     def retrieve(self, query: str, top_k: int, params: dict[str, Any], trace: Trace) -> list[ScoredNode]: ...
@@ -49,6 +69,10 @@ class Retriever(ABC):
 
     def embed(self, text: str) -> np.ndarray:
         return self.encoder.encode([text])[0]
+
+    def embed_sub(self, texts: list[str]) -> np.ndarray:
+        """Texts in the subcomponent space: (n, dim_sub), L2-normalised."""
+        return self.sub_encoder.encode(texts)
 
 
 REGISTRY: dict[str, type[Retriever]] = {}
@@ -73,7 +97,14 @@ def method_names() -> list[str]:
 
 def _load_all() -> None:
     # Importing the modules registers them; the import order is the menu order.
-    from backend.retrieval import bm25, dense, hikey, hybrid  # noqa: F401
+    import importlib
+
+    for module in ("bm25", "dense", "hybrid", "hikey", "lilac", "fif", "mirag", "mmgraph", "strata"):
+        try:
+            importlib.import_module(f"backend.retrieval.{module}")
+        except ModuleNotFoundError as exc:  # a strategy not written yet
+            if exc.name != f"backend.retrieval.{module}":
+                raise
 
 
 def minmax(x: np.ndarray) -> np.ndarray:

@@ -22,8 +22,7 @@ QUERIES = [
 
 
 def _retrieve(corpus, service, method: str, query: str, top_k: int, params: dict | None = None):
-    cls = get_retriever_class(method)
-    retriever = cls(corpus, service.encoder, service.settings)
+    retriever = service.retriever(method, corpus)
     trace = Trace(method=method)
     return retriever.retrieve(query, top_k, dict(params or {}), trace), trace
 

@@ -1,0 +1,1 @@
+"""Rules for the fif prompts (registered with rule_task)."""

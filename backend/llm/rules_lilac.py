@@ -1,0 +1,1 @@
+"""Rules for the lilac prompts (registered with rule_task)."""

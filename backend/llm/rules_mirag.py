@@ -1,0 +1,1 @@
+"""Rules for the mirag prompts (registered with rule_task)."""

@@ -1,0 +1,1 @@
+"""Rules for the mmgraph prompts (registered with rule_task)."""
