@@ -1,1 +1,154 @@
-"""Rules for the lilac prompts (registered with rule_task)."""
+"""Rules for LILaC's query prompts (appendix F): QUERY DECOMPOSITION and MODALITY SELECTION.
+
+Decomposition follows the prompt's guidelines as rules: the smallest set (1-5) of subqueries,
+each aimed at one component; every content word of the question appears in some subquery;
+prerequisites first (a relative clause or an "X of Y" phrase that names the bridge entity
+comes before the clause that asks about it); comparisons ("A or B", "both A and B") give one
+subquery per compared entity with the compared attribute; no split when nothing calls for one.
+Modality selection applies the prompt's heuristics (numeric totals, percentages, year-by-year
+figures -> table; appearance, colours, logos, charts -> figure; everything else -> text).
+
+What it does not do: resolve a bridge entity (that needs the evidence; FiF and MI-RAG do it
+from what they found) or paraphrase.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from backend.llm.rules import QUESTION_WORDS, content_tokens, rule_task
+
+MAX_SUBQUERIES = 5
+RELATIVE_RE = re.compile(r"\s(who|whom|whose|which|that|where)\s", re.I)
+# "the director of the film X", "the capital of the country that ..."
+OF_BRIDGE_RE = re.compile(
+    r"\b((?i:the|a|an|this|its|his|her|their)\s+(?:[a-z-]+\s+){0,2}?[a-z-]+)\s+(of|for|from|by|in)\s+"
+    r"((?:the\s+)?(?:[\w'’.-]+\s+){0,6}?(?:\"[^\"]+\"|“[^”]+”|[A-Z0-9][\w'’.-]*(?:\s+[A-Z0-9][\w'’.-]*)*))",
+)
+COMPARE_OR_RE = re.compile(
+    r"^(?P<pre>.*?)(?P<a>(?:\"[^\"]+\"|[A-Z0-9][\w'’.&-]*(?:\s+(?:of|the|and|de|la|van|von|[A-Z0-9][\w'’.&-]*))*)(?:\s*\([^)]*\))?)"
+    r"\s*,?\s+or\s+(?P<b>(?:\"[^\"]+\"|[A-Z0-9][\w'’.&-]*(?:\s+(?:of|the|de|la|van|von|[A-Z0-9][\w'’.&-]*))*)(?:\s*\([^)]*\))?)"
+    r"(?P<post>.*)$"
+)
+BOTH_RE = re.compile(
+    r"^(?P<pre>(?:are|were|is|was|do|did|does|have|has)\s+(?:both\s+)?)(?P<a>.+?)\s+and\s+(?P<b>.+?)\s+(?P<post>(?:both|each|the same|from|of|in|located|born|considered|known|an?|American|British)\b.*)$",
+    re.I,
+)
+TABLE_CUES = re.compile(
+    r"\b(how (many|much)|total|sum|percentage|percent|%|ratio|average|median|growth|increase|decrease|change|"
+    r"year[- ]over[- ]year|per (year|quarter|month)|revenue|income|expenses?|profit|margin|amount|number of|"
+    r"rate|share|price|cost|fiscal|quarter(ly)?|balance|assets|liabilities|cash)\b",
+    re.I,
+)
+FIGURE_CUES = re.compile(
+    r"\b(look(s)? like|colou?r|logo|image|photo|picture|figure|fig\.|chart|graph|plot|diagram|map|icon|shown|"
+    r"drawn|illustrat\w+|visual|appearance|shape|slide)\b",
+    re.I,
+)
+
+
+def modality_of(text: str) -> str:
+    """The LILaC modality heuristics: figure cues first (explicit), then table cues, else text."""
+    if FIGURE_CUES.search(text):
+        return "figure"
+    if TABLE_CUES.search(text):
+        return "table"
+    return "text"
+
+
+def _clean(text: str) -> str:
+    text = re.sub(r"\s+", " ", text).strip(" ,;:?.")
+    return text
+
+
+def _comparison(q: str) -> list[str] | None:
+    m = COMPARE_OR_RE.match(q)
+    if m and (m.group("pre").strip() or m.group("post").strip()):
+        attr = _clean(f"{m.group('pre')} {m.group('post')}")
+        attr = re.sub(r"^(which|who|what)\s+(one\s+)?(is|was|are|were|has|had|did|does)?\s*", "", attr, flags=re.I)
+        return [_clean(f"{m.group('a')} {attr}"), _clean(f"{m.group('b')} {attr}")]
+    m = BOTH_RE.match(q)
+    if m:
+        post = _clean(m.group("post"))
+        post = re.sub(r"^(both|each)\s+", "", post, flags=re.I)
+        return [_clean(f"{m.group('a')} {post}"), _clean(f"{m.group('b')} {post}")]
+    return None
+
+
+def _relative_bridge(q: str) -> list[str] | None:
+    """'What position was held by the woman who portrayed X in Y' ->
+    ['the woman who portrayed X in Y', 'What position was held by the woman']."""
+    for m in RELATIVE_RE.finditer(q):
+        start = m.start()
+        before = q[:start]
+        # The head noun phrase: the last 1-4 words before the pronoun, from its determiner.
+        head = re.search(
+            r"((?i:the|a|an|this|that)\s+(?:[\w'’-]+\s+){0,3}[\w'’-]+|[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*)$", before.strip()
+        )
+        if head is None or len(before.split()) < 2 or _clean(before).lower() == head.group(1).lower():
+            continue  # a subject relative ("The manager who ... managed X"): its end is unknown without a parser
+        clause = q[m.end():]
+        if len(clause.split()) < 2:
+            continue
+        bridge = _clean(f"{head.group(1)} {m.group(1)} {clause}")
+        main = _clean(before)
+        if len(content_tokens(main) - QUESTION_WORDS) == 0:
+            continue
+        return [bridge, main]
+    return None
+
+
+def _of_bridge(q: str) -> list[str] | None:
+    """'The director of the romantic comedy "Big Stone Gap" is based in what city' ->
+    ['the director of the romantic comedy "Big Stone Gap"', 'The director is based in what city']."""
+    m = OF_BRIDGE_RE.search(q)
+    if not m:
+        return None
+    rest = _clean(q[: m.start()] + m.group(1) + q[m.end():])
+    bridge = _clean(m.group(0))
+    if len(content_tokens(rest) - content_tokens(m.group(1)) - QUESTION_WORDS) == 0:
+        return None  # nothing is asked about the bridge entity beyond the phrase itself
+    return [bridge, rest]
+
+
+def decompose(question: str) -> list[dict[str, Any]]:
+    q = _clean(question)
+    parts: list[str] | None = None
+    dependent = False
+    if (parts := _comparison(q)) is None:
+        parts = _relative_bridge(q) or _of_bridge(q)
+        dependent = parts is not None
+    if not parts:
+        parts = [q]
+    # Remove redundancy: drop empty or duplicate subqueries.
+    seen: set[str] = set()
+    uniq: list[str] = []
+    for p in parts:
+        key = p.lower()
+        if p and key not in seen and content_tokens(p):
+            seen.add(key)
+            uniq.append(p)
+    parts = uniq[:MAX_SUBQUERIES] or [q]
+    # Coverage: every content word of the question appears in some subquery.
+    covered = set().union(*(content_tokens(p) for p in parts))
+    missing = [w for w in re.findall(r"[\w'’-]+", q) if (content_tokens(w) - QUESTION_WORDS) and not content_tokens(w) <= covered]
+    if missing:
+        parts[-1] = _clean(parts[-1] + " " + " ".join(dict.fromkeys(missing)))
+    out = []
+    for i, p in enumerate(parts):
+        deps = list(range(i)) if dependent and i > 0 else []
+        out.append({"text": p, "modality": modality_of(p), "depends_on": deps})
+    return out
+
+
+@rule_task("decompose")
+def decompose_task(payload: dict[str, Any]) -> dict[str, Any]:
+    subs = decompose(payload["question"])
+    kind = "single" if len(subs) == 1 else ("bridge" if any(s["depends_on"] for s in subs) else "parallel")
+    return {"subqueries": subs, "reason": f"{kind} decomposition by rules ({len(subs)} subquer{'y' if len(subs) == 1 else 'ies'})"}
+
+
+@rule_task("modality")
+def modality_task(payload: dict[str, Any]) -> dict[str, Any]:
+    return {"modality": modality_of(payload["subquery"])}

@@ -1,0 +1,402 @@
+"""LILaC: late-interaction beam search over the layered component graph (EMNLP 2025, section 4.2).
+
+1. Decompose the question into modality-labelled subqueries (the LLM's QUERY DECOMPOSITION and
+   MODALITY SELECTION prompts of appendix F; rules offline).
+2. Seed: the top-b components by the whole query (hybrid BM25 + dense over the components layer).
+3. Beam: for n_i iterations, expand every frontier component along its edges (next, xref,
+   caption, in-document links, links between documents in both directions: a link to a
+   document reaches that document's best components), score every new edge by late interaction
+   s(e) = sum over subqueries q of max over the subcomponents c on either end of sim(q, c),
+   keep the top-b edges; their endpoints are the next frontier. A component with no edge gets
+   a dummy edge (C, eps) so it still competes.
+4. Return the endpoints of the kept edges in edge order; a one-sided edge (its score is the best
+   single-endpoint score: the other end adds nothing) returns only the matching node.
+
+sim(q, c) is alpha * min-max BM25 + (1 - alpha) * cosine in the subcomponent space; a subquery's
+modality adds `modality_bonus` to subcomponents of its kind (row for table, object for figure),
+our stand-in for the paper's modality-specific embedding f(q; m). Components without
+subcomponents are matched with their own text. Scoring is vectorised: one matrix product per
+query for all subcomponents, a segment max (np.maximum.reduceat) per component, then edges are
+scored as rows of two gathered matrices.
+
+What it does not do: rerank with an LLM, or follow edges into the entity layer (mmgraph does).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from backend.graph.corpus import Corpus
+from backend.retrieval.base import ParamSpec, Retriever, hybrid_scores, register
+from backend.types import (
+    BeamStep,
+    DecomposeStep,
+    EdgeKind,
+    NodeKind,
+    RankStep,
+    ScoredEdge,
+    ScoredNode,
+    SubQuery,
+    SubqueryMatch,
+    Trace,
+)
+
+DECOMPOSE_PROMPT = (
+    "You are a retrieval-oriented query decomposer.\n"
+    "Goal - Produce the smallest set (1 - 5) of component-targeting sub-queries.\n"
+    "Each sub-query must describe one retrievable component (sentence, paragraph, table row, figure, etc.) whose "
+    "embedding should be matched.\nTogether, the sub-queries must supply all the information needed to answer the "
+    "original question.\nGuidelines:\n"
+    "1. Entity & noun-phrase coverage: Every noun phrase and named entity that appears in the original question must "
+    "appear at least once across the entire set of sub-queries (you may distribute them). Keep each phrase exactly as written.\n"
+    "2. One-component rule: A sub-query should reference only the facts expected to co-occur within the same component. "
+    "If two facts will likely be in different components, put them in different sub-queries.\n"
+    "3. No unnecessary splitting: If the whole answer can be found in a single component, return only one sub-query.\n"
+    "4. De-contextualize: Rewrite pronouns and implicit references so every sub-query is understandable on its own.\n"
+    "5. Keyword distribution: Spread constraints logically.\n"
+    "6. Remove redundancy: Merge duplicate or paraphrased sub-queries before you output.\n"
+    "7. Ordering for dependencies: If the answer to one sub-query is needed for another, place the prerequisite first.\n"
+    "8. Output format: Return one JSON object {{\"subqueries\": [{{\"text\": str, \"modality\": \"text\"|\"table\"|\"figure\", "
+    "\"depends_on\": [indexes of prerequisite subqueries]}}]}}. For the modality use the heuristics: numeric totals, "
+    "percentages, year-by-year figures -> table; visual appearance, colours, logos, charts -> figure; definitions, roles, "
+    "biographies, causal explanations, quotes -> text.\n\nQuestion: {question}\nOutput:"
+)
+DECOMPOSE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["subqueries"],
+    "properties": {
+        "subqueries": {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": 5,
+            "items": {
+                "type": "object",
+                "required": ["text"],
+                "properties": {
+                    "text": {"type": "string"},
+                    "modality": {"enum": ["text", "table", "figure", "image", "any"]},
+                    "depends_on": {"type": "array", "items": {"type": "integer"}},
+                },
+            },
+        }
+    },
+}
+NAV_EDGES = (EdgeKind.NEXT, EdgeKind.XREF, EdgeKind.CAPTION, EdgeKind.LINK)
+MODALITY_KIND = {"table": NodeKind.ROW, "figure": NodeKind.OBJECT}
+TRACE_EDGES = 400
+
+
+def decompose(llm, question: str) -> tuple[list[SubQuery], str]:
+    """The question as modality-labelled subqueries (falls back to the whole question)."""
+    out = llm.complete_json("decompose", DECOMPOSE_PROMPT.format(question=question), {"question": question}, DECOMPOSE_SCHEMA)
+    subs: list[SubQuery] = []
+    for i, s in enumerate(out.get("subqueries") or []):
+        text = str(s.get("text", "") if isinstance(s, dict) else s).strip()
+        if not text:
+            continue
+        modality = s.get("modality", "any") if isinstance(s, dict) else "any"
+        modality = "figure" if modality == "image" else modality if modality in ("text", "table", "figure", "any") else "any"
+        deps = [d for d in (s.get("depends_on") or []) if isinstance(d, int) and 0 <= d < i] if isinstance(s, dict) else []
+        subs.append(SubQuery(text=text, modality=modality, depends_on=deps))
+    if not subs:
+        subs = [SubQuery(text=question)]
+    return subs[:5], str(out.get("reason", ""))
+
+
+@dataclass
+class GraphArrays:
+    """Per-corpus arrays for vectorised late interaction, built once per loaded corpus."""
+
+    comp_ids: list[str]
+    comp_row: dict[str, int]
+    sub_order: np.ndarray  # subcomponent rows sorted by their component
+    seg_starts: np.ndarray  # start of each component's segment in sub_order
+    seg_comp: np.ndarray  # component row of each segment
+    has_subs: np.ndarray  # (n_comp,) bool
+    sub_kind: np.ndarray  # (n_sub,) NodeKind value index
+    doc_components: dict[str, np.ndarray]
+
+
+def graph_arrays(corpus: Corpus) -> GraphArrays:
+    cached = getattr(corpus, "_graph_arrays", None)
+    if cached is not None:
+        return cached
+    comps = corpus.layers["components"]
+    subs = corpus.layers["subcomponents"]
+    comp_row = {c: i for i, c in enumerate(comps.ids)}
+    parent = np.array([comp_row.get(corpus.nodes[s].parent or "", -1) for s in subs.ids], dtype=np.int64)
+    valid = np.flatnonzero(parent >= 0)
+    order = valid[np.argsort(parent[valid], kind="stable")]
+    sorted_parent = parent[order]
+    if len(order):
+        starts = np.flatnonzero(np.r_[True, sorted_parent[1:] != sorted_parent[:-1]])
+        seg_comp = sorted_parent[starts]
+    else:
+        starts = np.zeros(0, dtype=np.int64)
+        seg_comp = np.zeros(0, dtype=np.int64)
+    has_subs = np.zeros(len(comps.ids), dtype=bool)
+    has_subs[seg_comp] = True
+    kinds = [k for k in NodeKind]
+    kind_index = {k: i for i, k in enumerate(kinds)}
+    sub_kind = np.array([kind_index[corpus.nodes[s].kind] for s in subs.ids], dtype=np.int64)
+    doc_components = {
+        d: np.array([comp_row[c] for c in cs if c in comp_row], dtype=np.int64) for d, cs in corpus.components_by_doc.items()
+    }
+    arrays = GraphArrays(comps.ids, comp_row, order, starts, seg_comp, has_subs, sub_kind, doc_components)
+    corpus._graph_arrays = arrays  # the corpus is read-only once loaded, so this never goes stale
+    return arrays
+
+
+class LateInteraction:
+    """sim(q, c) for every subquery and subcomponent, and the best per component: (n_comp, n_q)."""
+
+    def __init__(
+        self, retriever: Retriever, subqueries: list[SubQuery], alpha: float, modality_bonus: float, granularity: float = 1.0
+    ) -> None:
+        corpus = retriever.corpus
+        self.arrays = ga = graph_arrays(corpus)
+        subs = corpus.layers["subcomponents"]
+        comps = corpus.layers["components"]
+        self.sub_ids = subs.ids
+        texts = [s.text for s in subqueries]
+        n_q = len(texts)
+        self.sub_sim = np.zeros((len(subs.ids), n_q), dtype=np.float32)
+        if len(subs.ids):
+            q_sub = retriever.embed_sub(texts)  # (n_q, d_sub)
+            for j, text in enumerate(texts):
+                sim = hybrid_scores(subs, text, q_sub[j], alpha)
+                kind = MODALITY_KIND.get(subqueries[j].modality)
+                if kind is not None and modality_bonus:
+                    sim = sim + modality_bonus * (ga.sub_kind == list(NodeKind).index(kind))
+                self.sub_sim[:, j] = sim
+        best = np.zeros((len(comps.ids), n_q), dtype=np.float32)
+        self.best_sub = np.full((len(comps.ids), n_q), -1, dtype=np.int64)
+        if len(ga.sub_order):
+            seg = self.sub_sim[ga.sub_order]  # (n_sub_valid, n_q), grouped by component
+            best[ga.seg_comp] = np.maximum.reduceat(seg, ga.seg_starts, axis=0)
+        # The component's own match backs its best subcomponent (weight 1 - granularity); components
+        # without subcomponents are matched with their own text only.
+        q_text = retriever.encoder.encode(texts)
+        own = np.stack([hybrid_scores(comps, text, q_text[j], alpha) for j, text in enumerate(texts)], axis=1)
+        best = np.where(ga.has_subs[:, None], granularity * best + (1 - granularity) * own, own).astype(np.float32)
+        self.best = best
+
+    def winner(self, comp: int, j: int) -> tuple[str, float]:
+        """The subcomponent of a component that wins the max for subquery j (the component itself
+        when it has none)."""
+        ga = self.arrays
+        if not ga.has_subs[comp]:
+            return ga.comp_ids[comp], float(self.best[comp, j])
+        seg = int(np.searchsorted(ga.seg_comp, comp))
+        start = ga.seg_starts[seg]
+        end = ga.seg_starts[seg + 1] if seg + 1 < len(ga.seg_starts) else len(ga.sub_order)
+        rows = ga.sub_order[start:end]
+        k = int(np.argmax(self.sub_sim[rows, j]))
+        return self.sub_ids[rows[k]], float(self.sub_sim[rows[k], j])
+
+
+def component_neighbours(corpus: Corpus, comp_id: str, li: LateInteraction, per_doc: int) -> list[tuple[int, str]]:
+    """Component rows one edge away from a component, with the edge kind. A link to a document
+    (either direction) reaches that document's `per_doc` best components for this query."""
+    ga = li.arrays
+    out: dict[int, str] = {}
+    for edge, other in corpus.neighbours(comp_id, NAV_EDGES):
+        node = corpus.nodes.get(other)
+        if node is None:
+            continue
+        if other in ga.comp_row:
+            out.setdefault(ga.comp_row[other], edge.kind.value)
+        elif node.kind == NodeKind.DOCUMENT:
+            for r in _best_of_doc(ga, li, other, per_doc):
+                out.setdefault(int(r), "doc_link")
+        elif node.parent in ga.comp_row:  # a link landing on a subcomponent
+            out.setdefault(ga.comp_row[node.parent], edge.kind.value)
+    # Links between documents also count from the other side: components elsewhere that link to
+    # this component's document.
+    doc = corpus.nodes[comp_id].doc
+    for edge in corpus.in_edges.get(doc, []):
+        if edge.kind == EdgeKind.LINK and edge.src in ga.comp_row and corpus.nodes[edge.src].doc != doc:
+            out.setdefault(ga.comp_row[edge.src], "doc_link")
+    out.pop(ga.comp_row[comp_id], None)
+    return sorted(out.items())
+
+
+def _best_of_doc(ga: GraphArrays, li: LateInteraction, doc: str, k: int) -> np.ndarray:
+    rows = ga.doc_components.get(doc)
+    if rows is None or not len(rows):
+        return np.zeros(0, dtype=np.int64)
+    if len(rows) <= k:
+        return rows
+    total = li.best[rows].sum(axis=1)
+    return rows[np.argsort(-total, kind="stable")[:k]]
+
+
+@register
+class LILaCRetriever(Retriever):
+    name = "lilac"
+    description = "LILaC: decompose into subqueries, seed top-b components, beam search over edges scored by late interaction."
+    params = (
+        ParamSpec("beam", 30, 1, 200, "b: seed components and edges kept per iteration."),
+        ParamSpec("iterations", 1, 1, 5, "n_i: beam-search iterations."),
+        ParamSpec("alpha", 0.5, 0.0, 1.0, "BM25 weight in the seed and subcomponent similarities."),
+        ParamSpec("per_doc", 3, 1, 50, "Components reached through a link to a document: its best ones for the query."),
+        ParamSpec("modality_bonus", 0.05, 0.0, 0.5, "Bonus for subcomponents of the subquery's modality (row: table, object: figure)."),
+        ParamSpec("granularity", 0.5, 0.0, 1.0, "Weight of the best subcomponent against the component's own match in sim(q, C)."),
+        ParamSpec("partners", 1, 0, 10, "Linked documents' components returned right after their anchor even when one-sided (0: paper's rule)."),
+        ParamSpec("margin", 0.0, 0.0, 1.0, "One-sided match: an endpoint whose gain to the edge score is at most this is left out (0: exact)."),
+    )
+    margin = 0.0
+    cross_doc_partners = 1
+
+    def retrieve(self, query: str, top_k: int, params: dict[str, Any], trace: Trace) -> list[ScoredNode]:
+        b = self.param(params, "beam")
+        n_iter = self.param(params, "iterations")
+        alpha = self.param(params, "alpha")
+        per_doc = self.param(params, "per_doc")
+        bonus = self.param(params, "modality_bonus")
+        self.margin = self.param(params, "margin")
+        self.cross_doc_partners = self.param(params, "partners")
+        trace.params.update({"beam": b, "iterations": n_iter, "alpha": alpha, "per_doc": per_doc, "modality_bonus": bonus,
+                             "margin": self.margin,
+                             "partners": self.cross_doc_partners})
+        corpus = self.corpus
+        comps = corpus.layers["components"]
+        if not comps.ids or top_k <= 0:
+            return []
+        subqueries, reason = decompose(self.llm, query)
+        trace.add(DecomposeStep(subqueries=subqueries, backend=self.llm.name, reason=reason))
+        li = LateInteraction(self, subqueries, alpha, bonus, self.param(params, "granularity"))
+        return self.beam_search(query, li, top_k, b, n_iter, per_doc, alpha, trace)
+
+    def seeds(self, query: str, b: int, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+        comps = self.corpus.layers["components"]
+        whole = hybrid_scores(comps, query, self.embed(query), alpha)
+        k = min(b, len(whole))
+        top = np.argpartition(-whole, k - 1)[:k]
+        top = top[np.lexsort((top, -whole[top]))]
+        return top, whole
+
+    def beam_search(
+        self, query: str, li: LateInteraction, top_k: int, b: int, n_iter: int, per_doc: int, alpha: float, trace: Trace
+    ) -> list[ScoredNode]:
+        corpus = self.corpus
+        ga = li.arrays
+        seeds, whole = self.seeds(query, b, alpha)
+        trace.add(RankStep(label="seeds: top-b components by the whole query", index="hybrid",
+                           candidates=[ScoredNode(node_id=ga.comp_ids[i], score=round(float(whole[i]), 4), why="seed") for i in seeds]))
+        best = li.best
+        scored: dict[tuple[int, int], float] = {}  # (a, b) with b = -1 for a dummy edge
+        kinds: dict[tuple[int, int], str] = {}
+        expanded: set[int] = set()
+        frontier = [int(i) for i in seeds]
+        kept: list[tuple[int, int]] = []
+        for it in range(1, n_iter + 1):
+            t0 = time.perf_counter()
+            new_pairs: list[tuple[int, int]] = []
+            for v in frontier:
+                if v in expanded:
+                    continue
+                expanded.add(v)
+                nbrs = component_neighbours(corpus, ga.comp_ids[v], li, per_doc)
+                if not nbrs:
+                    key = (v, -1)
+                    if key not in scored:
+                        new_pairs.append(key)
+                        kinds[key] = "dummy"
+                for u, kind in nbrs:
+                    key = (min(v, u), max(v, u))
+                    if key not in scored and key not in kinds:
+                        new_pairs.append(key)
+                        kinds[key] = kind
+            if new_pairs:
+                src = np.array([p[0] for p in new_pairs], dtype=np.int64)
+                dst = np.array([p[1] for p in new_pairs], dtype=np.int64)
+                a = best[src]
+                bb = np.where((dst >= 0)[:, None], best[np.maximum(dst, 0)], 0.0)
+                edge_scores = np.maximum(a, bb).sum(axis=1)
+                for key, s in zip(new_pairs, edge_scores.tolist()):
+                    scored[key] = s
+            ranked = sorted(scored.items(), key=lambda kv: (-kv[1], kv[0]))
+            kept = [k for k, _ in ranked[:b]]
+            kept_nodes = {n for k in kept for n in k if n >= 0}
+            trace.add(BeamStep(
+                iteration=it,
+                frontier=[ga.comp_ids[v] for v in frontier],
+                edges=[self._scored_edge(li, key, scored[key], kinds[key], with_matches=key in set(kept))
+                       for key in sorted(new_pairs, key=lambda k: (-scored[k], k))[:TRACE_EDGES]],
+                kept=[ga.comp_ids[n] for n in sorted(kept_nodes)],
+                pruned=[ga.comp_ids[v] for v in frontier if v not in kept_nodes],
+            ))
+            trace.params[f"iteration_{it}_ms"] = round((time.perf_counter() - t0) * 1000, 2)
+            frontier = sorted(n for n in kept_nodes if n not in expanded)
+            if not frontier:
+                break
+        # Edge order -> node order; one-sided edges give one node.
+        out: list[ScoredNode] = []
+        seen: set[int] = set()
+        ranked = sorted(scored.items(), key=lambda kv: (-kv[1], kv[0]))
+        partners: dict[int, int] = {}
+        for key, s in ranked:
+            if len(out) >= top_k:
+                break
+            ends = self._endpoints(best, key)
+            why = "one-sided edge" if len(ends) == 1 else f"{kinds[key]} edge"
+            if kinds[key] == "doc_link" and len(ends) == 1 and self.cross_doc_partners:
+                # A link between documents is the hop a multi-hop question needs: the linked
+                # document's component comes right after its anchor even when it wins no subquery
+                # on its own, at most `partners` per anchor.
+                anchor = ends[0]
+                other = key[1] if key[0] == anchor else key[0]
+                if partners.get(anchor, 0) < self.cross_doc_partners and other not in seen:
+                    partners[anchor] = partners.get(anchor, 0) + 1
+                    ends = [anchor, other]
+                    why = "doc_link partner"
+            for n in ends:
+                if n not in seen and len(out) < top_k:
+                    seen.add(n)
+                    out.append(ScoredNode(node_id=ga.comp_ids[n], score=round(s, 6), why=why))
+        floor = out[-1].score if out else 0.0
+        for i in seeds:  # seeds never reached by a kept edge, below every edge
+            if len(out) >= top_k:
+                break
+            if int(i) not in seen:
+                seen.add(int(i))
+                out.append(ScoredNode(node_id=ga.comp_ids[i], score=round(min(floor, float(best[i].sum())), 6), why="seed"))
+                floor = out[-1].score
+        return out
+
+    def _endpoints(self, best: np.ndarray, key: tuple[int, int]) -> list[int]:
+        """The nodes an edge returns. One-sided match: when the edge score is (within `margin`)
+        the best single-endpoint score, the other end adds nothing and is left out; margin 0 is
+        the paper's exact rule."""
+        a, b = key
+        if b < 0:
+            return [a]
+        sa, sb = best[a], best[b]
+        total = float(np.maximum(sa, sb).sum())
+        gain_b, gain_a = total - float(sa.sum()), total - float(sb.sum())
+        if gain_b <= self.margin and gain_a > self.margin:
+            return [a]
+        if gain_a <= self.margin and gain_b > self.margin:
+            return [b]
+        if gain_a <= self.margin and gain_b <= self.margin:
+            return [a] if sa.sum() >= sb.sum() else [b]
+        return [a, b] if sa.sum() >= sb.sum() else [b, a]
+
+    def _scored_edge(self, li: LateInteraction, key: tuple[int, int], score: float, kind: str, with_matches: bool) -> ScoredEdge:
+        ga = li.arrays
+        a, b = key
+        matches: list[SubqueryMatch] = []
+        if with_matches:
+            for j in range(li.best.shape[1]):
+                side = a if b < 0 or li.best[a, j] >= li.best[b, j] else b
+                node_id, s = li.winner(side, j)
+                matches.append(SubqueryMatch(subquery=j, node_id=node_id, score=round(s, 4)))
+        return ScoredEdge(
+            src=ga.comp_ids[a], dst=ga.comp_ids[b] if b >= 0 else "ε", edge_kind=kind, score=round(score, 4),
+            matches=matches, one_sided=len(self._endpoints(li.best, key)) == 1,
+        )
