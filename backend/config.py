@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -75,7 +75,45 @@ class ReaderSettings(_Section):
     abstain_threshold: float = Field(
         0.35, description="Rules reader: below this evidence score the answer is 'not enough evidence'."
     )
-    llm_backend: str = Field("rules", description="LLM backend: rules (offline). Others come with the graph-strategies work.")
+    llm_backend: str = Field(
+        "rules",
+        description="LLM backend: rules (offline heuristics), openai (an OpenAI-compatible server, see STRATA_LLM__*) "
+        "or hf (a local transformers model at STRATA_LLM__HF_MODEL).",
+    )
+
+
+class LLMSettings(_Section):
+    """The model behind the openai and hf backends (reader.llm_backend chooses which, or rules)."""
+
+    base_url: str = Field(
+        "http://127.0.0.1:8000/v1",
+        description="OpenAI-compatible server root; Strata POSTs to {base_url}/chat/completions. "
+        "Default: a local vLLM server (Ollama: http://127.0.0.1:11434/v1).",
+    )
+    api_key: SecretStr | None = Field(
+        None, description="Bearer key for the server, if it needs one. Never logged or written to disk."
+    )
+    model: str = Field("Qwen/Qwen2.5-7B-Instruct", description="Model name the server knows (vLLM: the served name).")
+    timeout_s: float = Field(60.0, description="Wall-clock limit of one request to the server.")
+    max_retries: int = Field(
+        2, description="Retries (with exponential backoff) after a connection error, a timeout, a 5xx or a 429."
+    )
+    max_calls_per_question: int = Field(
+        16,
+        description="Model calls allowed per question; past it the rules backend answers the remaining tasks "
+        "(bounds the cost of multi-step strategies).",
+    )
+    temperature: float = Field(
+        0.0, description="openai backend sampling temperature; 0 keeps answers repeatable (the hf backend is always greedy)."
+    )
+    max_new_tokens: int = Field(512, description="Most tokens the model may generate per call.")
+    hf_model: str = Field(
+        "", description="hf backend: local folder of a transformers causal LM and its tokenizer (save_pretrained layout)."
+    )
+    device: str = Field("auto", description="hf backend: auto, cpu or cuda. auto picks CUDA when torch sees a GPU.")
+    supports_images: bool = Field(
+        False, description="Send figure/table images to the openai backend as image parts (a vision model is needed)."
+    )
 
 
 class Settings(BaseSettings):
@@ -94,6 +132,7 @@ class Settings(BaseSettings):
     index: IndexSettings = Field(default_factory=IndexSettings)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     reader: ReaderSettings = Field(default_factory=ReaderSettings)
+    llm: LLMSettings = Field(default_factory=LLMSettings)
 
 
 def iter_setting_names(model: type[BaseModel] = Settings, prefix: str = "STRATA_") -> list[tuple[str, object, str]]:

@@ -30,3 +30,11 @@ class UnknownMethodError(StrataError):
 
 class EmptyCorpusError(StrataError):
     """A question was asked of a workspace with no documents."""
+
+
+class LLMError(StrataError):
+    """The model server or local model failed (unreachable, timed out, refused the request)."""
+
+
+class LLMOutputError(LLMError):
+    """The model answered, but not with a JSON object of the task's schema."""

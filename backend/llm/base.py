@@ -22,11 +22,13 @@ class LLMUsage:
     seconds: float = 0.0
     fallbacks: int = 0
     tasks: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # why a task fell back to rules, for Trace.notes
 
     def reset(self) -> None:
         self.calls = self.prompt_tokens = self.completion_tokens = self.fallbacks = 0
         self.seconds = 0.0
         self.tasks = {}
+        self.notes = []
 
     @property
     def tokens(self) -> int:
@@ -53,3 +55,16 @@ ANSWER_PROMPT = (
     "not contain the answer, reply exactly 'not enough evidence'. Give a short answer: a number, date, name "
     "or yes/no when the question asks for one.\n\n[Context]\n{context}\n\n[Question]\n{question}"
 )
+
+# The JSON object the 'answer' task returns (what RulesBackend._answer builds and EvidenceReader reads).
+ANSWER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "answer": {"type": "string"},
+        "citations": {"type": "array", "items": {"type": "string"}},
+        "abstain": {"type": "boolean"},
+        "confidence": {"type": "number"},
+        "reason": {"type": "string"},
+    },
+    "required": ["answer", "citations", "abstain"],
+}
