@@ -24,7 +24,6 @@ What it does not do: rerank with an LLM, or follow edges into the entity layer (
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -295,7 +294,6 @@ class LILaCRetriever(Retriever):
         frontier = [int(i) for i in seeds]
         kept: list[tuple[int, int]] = []
         for it in range(1, n_iter + 1):
-            t0 = time.perf_counter()
             new_pairs: list[tuple[int, int]] = []
             for v in frontier:
                 if v in expanded:
@@ -331,7 +329,6 @@ class LILaCRetriever(Retriever):
                 kept=[ga.comp_ids[n] for n in sorted(kept_nodes)],
                 pruned=[ga.comp_ids[v] for v in frontier if v not in kept_nodes],
             ))
-            trace.params[f"iteration_{it}_ms"] = round((time.perf_counter() - t0) * 1000, 2)
             frontier = sorted(n for n in kept_nodes if n not in expanded)
             if not frontier:
                 break
