@@ -57,6 +57,12 @@ class IndexSettings(_Section):
         0, description="CPU threads for the encoder; 0 = one thread for queries, torch's default for batches."
     )
     use_gpu_faiss: str = Field("auto", description="auto | yes | no. auto uses FAISS GPU when faiss.get_num_gpus() > 0.")
+    image_encoder: str = Field(
+        "",
+        description="Local folder of a CLIP or SigLIP model (transformers save_pretrained layout) that embeds figure "
+        "crops and regions at ingest and queries at search time. Empty = off: figures are matched by caption + OCR + "
+        "upper context only.",
+    )
 
 
 class RetrievalSettings(_Section):
@@ -66,7 +72,11 @@ class RetrievalSettings(_Section):
     hikey_docs: int = Field(8, description="HiKEY Stage-1: documents routed to Stage 2.")
     hikey_lambda: float = Field(0.3, description="HiKEY final score weight of the document score.")
     hikey_card_weight: float = Field(0.5, description="HiKEY Stage-1 weight of the Doc_card score against the best unit in the document.")
-    hikey_gamma: float = Field(0.0, description="HiKEY weight of the visual score for tables/figures (0 without an image encoder).")
+    hikey_gamma: float = Field(
+        0.3,
+        description="HiKEY weight of the visual (text-to-image) score of figures; applies only when the workspace has an "
+        "image index from the configured image encoder, else 0.",
+    )
 
 
 class ReaderSettings(_Section):

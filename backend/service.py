@@ -23,6 +23,7 @@ from backend.errors import EmptyCorpusError, StrataError, WorkspaceError
 from backend.graph.corpus import Corpus
 from backend.graph.store import WorkspaceStore
 from backend.index.encoders import EncoderSet, QueryCachingEncoder, TextEncoder, WordLlamaEncoder, build_encoders
+from backend.index.image import ImageEncoder, build_image_encoder
 from backend.index.vector import gpu_available
 from backend.ingest.pipeline import Ingestor
 from backend.llm.base import LLMBackend
@@ -76,6 +77,7 @@ class Service:
                     QueryCachingEncoder(WordLlamaEncoder()) if self.settings.index.subcomponent_encoder == "wordllama" else encoder
                 )
             self._encoders = EncoderSet(encoder, sub_encoder)
+        self._image_encoder: ImageEncoder | None = None
         self._corpora: dict[Path, Corpus] = {}
         self._lock = threading.RLock()
         self._write_locks: dict[Path, threading.Lock] = {}
@@ -87,6 +89,13 @@ class Service:
         if self._encoders is None:
             self._encoders = build_encoders(self.settings.index)
         return self._encoders
+
+    @property
+    def image_encoder(self) -> ImageEncoder | None:
+        """The configured image encoder (index.image_encoder), or None when images are off."""
+        if self._image_encoder is None:
+            self._image_encoder = build_image_encoder(self.settings.index)
+        return self._image_encoder
 
     @property
     def encoder(self) -> TextEncoder:
@@ -147,7 +156,9 @@ class Service:
         with lock:
             store = self._store(key, create=True)
             try:
-                return Ingestor(self.settings, self.encoders).ingest(store, [Path(f) for f in files], progress, display_names)
+                return Ingestor(self.settings, self.encoders, self.image_encoder).ingest(
+                    store, [Path(f) for f in files], progress, display_names
+                )
             finally:
                 store.close()
 
@@ -242,7 +253,9 @@ class Service:
 
     def retriever(self, method: str, corpus: Corpus, llm: LLMBackend | None = None) -> Retriever:
         cls = get_retriever_class(method)
-        return cls(corpus, self.encoder, self.settings, sub_encoder=self.encoders.sub, llm=llm or self.llm())
+        return cls(
+            corpus, self.encoder, self.settings, sub_encoder=self.encoders.sub, llm=llm or self.llm(), image_encoder=self.image_encoder
+        )
 
     def repack(self, workspace: Path, result: AskResult, budget: int) -> AskResult:
         """Pack the same ranked results under another token budget and read again."""

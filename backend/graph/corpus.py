@@ -2,6 +2,8 @@
 
 Layers: documents (doc cards), sections (section cards), components (paragraph/table/figure),
 subcomponents (sentence/row/object). Each layer has a dense index (FAISS) and a BM25 index.
+The optional image layer holds image vectors of figures and figure regions (when the workspace
+was built with an image encoder).
 Document links (file/URI link annotations that name another PDF of the corpus) are resolved
 here, at load, so a link to a document ingested later still lands.
 """
@@ -50,6 +52,15 @@ class LayerIndex:
     lexical: BM25Index
 
 
+@dataclass
+class ImageLayer:
+    """Image vectors of figures and figure regions, from the image encoder named by `signature`."""
+
+    ids: list[str]
+    dense: VectorIndex
+    signature: str
+
+
 def _link_key(target: str) -> str:
     path = urlparse(target).path if "://" in target else target
     name = unquote(path.replace("\\", "/").rsplit("/", 1)[-1]).lower()
@@ -71,6 +82,8 @@ class Corpus:
         index_dir: Path | None = None,
         generation: int = 0,
         root: Path | None = None,
+        image_embeddings: dict[str, np.ndarray] | None = None,
+        image_signature: str | None = None,
     ) -> None:
         self.root = root
         self.generation = generation
@@ -93,6 +106,8 @@ class Corpus:
             if n.layer == Layer.COMPONENT:
                 self.components_by_doc[n.doc].append(n.id)
         self.layers = self._build_layers(nodes, embeddings, dims, use_gpu, index_dir, generation)
+        # Optional: None when the workspace was built without an image encoder.
+        self.image_layer = self._build_image_layer(image_embeddings or {}, image_signature)
         doc_row = {d: i for i, d in enumerate(self.layers["documents"].ids)}
         # (n_components,) row of each component's document in the documents layer
         self.component_doc_rows = np.array(
@@ -107,6 +122,7 @@ class Corpus:
         return cls(
             store.documents(), store.all_sections(), nodes, embs, store.all_edges(), store.all_doc_links(),
             dims=dims, use_gpu=use_gpu, index_dir=store.root / "index", generation=store.generation, root=store.root,
+            image_embeddings=store.all_image_embeddings(), image_signature=store.image_encoder_signature,
         )
 
     def _resolve_doc_links(self, doc_links) -> list[Edge]:
@@ -124,6 +140,13 @@ class Corpus:
                 seen.add((doc_id, target))
                 out.append(Edge(src=doc_id, dst=target, kind=EdgeKind.DOC_LINK, provenance=f"{link.provenance}: {link.target}"))
         return out
+
+    def _build_image_layer(self, image_embeddings: dict[str, np.ndarray], signature: str | None) -> ImageLayer | None:
+        ids = sorted(i for i in image_embeddings if i in self.nodes)
+        if not ids or signature is None:
+            return None
+        # Few vectors (figures and their regions): an exact in-memory index, no FAISS file cache.
+        return ImageLayer(ids=ids, dense=VectorIndex(ids, np.stack([image_embeddings[i] for i in ids])), signature=signature)
 
     def _build_layers(self, nodes, embeddings, dims, use_gpu, index_dir, generation) -> dict[str, LayerIndex]:
         texts = index_texts(nodes, self.sections, self.documents)

@@ -1,6 +1,6 @@
 """The workspace on disk: one folder with SQLite (documents, sections, nodes with their
-embeddings, edges, layout blocks, pending document links, saved runs), the source PDFs, crop
-images and FAISS index files.
+embeddings, edges, layout blocks, pending document links, saved runs, and image vectors of
+figures when an image encoder is configured), the source PDFs, crop images and FAISS index files.
 
 Atomicity: SQLite is the single source of truth and every document is written in one
 transaction, so a crash or kill mid-ingest leaves the previous state readable. FAISS files are
@@ -31,6 +31,7 @@ log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = "1"
 DB_NAME = "strata.sqlite"
+NO_IMAGE_ENCODER = "none"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -49,6 +50,8 @@ CREATE INDEX IF NOT EXISTS nodes_doc ON nodes(doc);
 CREATE INDEX IF NOT EXISTS edges_doc ON edges(doc);
 CREATE INDEX IF NOT EXISTS blocks_doc_page ON blocks(doc, page);
 CREATE INDEX IF NOT EXISTS doc_links_doc ON doc_links(doc);
+CREATE TABLE IF NOT EXISTS images (id TEXT PRIMARY KEY, doc TEXT NOT NULL, emb BLOB NOT NULL);
+CREATE INDEX IF NOT EXISTS images_doc ON images(doc);
 """
 
 
@@ -108,6 +111,31 @@ class WorkspaceStore:
                 "Ingest into a new workspace, or set STRATA_INDEX__* back to the encoders it was built with."
             )
 
+    def check_image_encoder(self, signature: str | None) -> None:
+        """Record the image encoder (None: no images) a workspace is built with; refuse to mix in
+        vectors of another model, or documents without image vectors into an image workspace and
+        the reverse (the image index would silently cover only part of the figures)."""
+        wanted = signature or NO_IMAGE_ENCODER
+        stored = self._meta("image_encoder")
+        if stored is None:
+            has_docs = self._db.execute("SELECT 1 FROM documents LIMIT 1").fetchone() is not None
+            if not has_docs or wanted == NO_IMAGE_ENCODER:
+                self._set_meta("image_encoder", wanted)
+                return
+            stored = NO_IMAGE_ENCODER  # documents from before image support: they have no image vectors
+        if stored != wanted:
+            fix = "unset STRATA_INDEX__IMAGE_ENCODER" if stored == NO_IMAGE_ENCODER else f"set STRATA_INDEX__IMAGE_ENCODER back to the {stored.removeprefix('image=')} model"
+            raise WorkspaceError(
+                f"The workspace '{self.root}' was built with image encoder '{stored}'; this run uses '{wanted}'. "
+                f"Ingest into a new workspace, or {fix}."
+            )
+
+    @property
+    def image_encoder_signature(self) -> str | None:
+        """The image encoder the workspace's image vectors come from (None: no images)."""
+        stored = self._meta("image_encoder")
+        return None if stored in (None, NO_IMAGE_ENCODER) else stored
+
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
         self._db.execute("BEGIN IMMEDIATE")
@@ -140,9 +168,15 @@ class WorkspaceStore:
     def pdf_path(self, doc_id: str) -> Path:
         return self.root / "files" / f"{doc_id}.pdf"
 
-    def add_document(self, parsed: ParsedDocument, source: Path, embeddings: dict[str, np.ndarray]) -> Document | None:
+    def add_document(
+        self,
+        parsed: ParsedDocument,
+        source: Path,
+        embeddings: dict[str, np.ndarray],
+        image_embeddings: dict[str, np.ndarray] | None = None,
+    ) -> Document | None:
         """Store one parsed document in one transaction; a document with the same file name is
-        replaced. Returns the replaced document, if any."""
+        replaced. image_embeddings: figure/region id -> image vector. Returns the replaced document, if any."""
         doc = parsed.document
         pdf_copy = self.pdf_path(doc.id)
         if not pdf_copy.exists():
@@ -173,6 +207,9 @@ class WorkspaceStore:
             )
             db.executemany("INSERT INTO blocks(doc, page, json) VALUES (?, ?, ?)", [(doc.id, b.page, b.model_dump_json()) for b in parsed.blocks])
             db.executemany("INSERT INTO doc_links(doc, json) VALUES (?, ?)", [(doc.id, p.model_dump_json()) for p in parsed.doc_links])
+            db.executemany(
+                "INSERT INTO images(id, doc, emb) VALUES (?, ?, ?)", [(i, doc.id, _blob(v)) for i, v in (image_embeddings or {}).items()]
+            )
         if old is not None and old.id != doc.id:
             self._delete_files(old.id)
         return old
@@ -190,6 +227,7 @@ class WorkspaceStore:
         for table in ("documents", "sections", "nodes", "blocks", "doc_links"):
             db.execute(f"DELETE FROM {table} WHERE {'id' if table == 'documents' else 'doc'}=?", (doc_id,))
         db.execute("DELETE FROM edges WHERE doc=?", (doc_id,))
+        db.execute("DELETE FROM images WHERE doc=?", (doc_id,))
 
     def _delete_files(self, doc_id: str) -> None:
         self.pdf_path(doc_id).unlink(missing_ok=True)
@@ -208,6 +246,10 @@ class WorkspaceStore:
             if emb is not None:
                 embs[node_id] = np.frombuffer(emb, dtype=np.float32)
         return nodes, embs
+
+    def all_image_embeddings(self) -> dict[str, np.ndarray]:
+        """Image vectors of figures and figure regions: node id -> (dim,)."""
+        return {i: np.frombuffer(emb, dtype=np.float32) for i, emb in self._db.execute("SELECT id, emb FROM images ORDER BY doc, id")}
 
     def all_edges(self) -> list[Edge]:
         return [Edge.model_validate_json(r[0]) for r in self._db.execute("SELECT json FROM edges")]

@@ -15,6 +15,7 @@ from backend.config import Settings
 from backend.errors import BadPdfError
 from backend.graph.store import WorkspaceStore
 from backend.index.encoders import EncoderSet
+from backend.index.image import ImageEncoder, encode_figures
 from backend.index.texts import index_texts
 from backend.ingest.parser import PARSER_VERSION, file_sha256
 from backend.ingest.worker import ParseWorker
@@ -36,9 +37,10 @@ def _counts(parsed: ParsedDocument) -> dict[str, int]:
 
 
 class Ingestor:
-    def __init__(self, settings: Settings, encoders: EncoderSet) -> None:
+    def __init__(self, settings: Settings, encoders: EncoderSet, image_encoder: ImageEncoder | None = None) -> None:
         self._settings = settings
         self._encoders = encoders
+        self._image_encoder = image_encoder  # None: figures are represented by their text only
 
     def ingest(
         self,
@@ -49,6 +51,7 @@ class Ingestor:
     ) -> IngestReport:
         emit = progress or (lambda ev: None)
         store.check_encoders(self._encoders.signature)
+        store.check_image_encoder(self._image_encoder.name if self._image_encoder is not None else None)
         reports: list[FileReport] = []
         names = display_names or [Path(f).name for f in files]
         with ParseWorker(self._settings.ingest) as worker:
@@ -95,7 +98,8 @@ class Ingestor:
         ids = list(embeddings)
         emit(ProgressEvent(stage="encode", doc=name, done=len(ids), total=len(ids)))
         emit(ProgressEvent(stage="store", doc=name, done=0, total=1))
-        replaced = store.add_document(parsed, path, embeddings)
+        image_embeddings = encode_figures(self._image_encoder, parsed.nodes, store.root) if self._image_encoder is not None else {}
+        replaced = store.add_document(parsed, path, embeddings, image_embeddings)
         emit(ProgressEvent(stage="store", doc=name, done=1, total=1))
         doc = parsed.document
         return FileReport(

@@ -6,7 +6,8 @@ unit score inside the document, because many corpora share one report template a
 alone cannot tell documents apart. Stage 2 ranks the sections of the routed
 documents by MaxSim over their units, each unit scored with the type-specific unit score (text:
 hybrid of its text; table/figure: gamma * visual + (1 - gamma) * hybrid of caption/upper
-context + content; gamma is 0 without an image encoder). Final section score:
+context + content; gamma is 0 without an image index, and without one the trace notes that
+figures were matched by their text). Final section score:
 lambda * S_doc + (1 - lambda) * S_sec. Results are the anchors (MaxSim units) of the ranked
 sections, then the remaining units of those sections by their own final score (unit_order=0); by default (unit_order=1) the units of the
 routed documents are ranked by lambda * S_doc + (1 - lambda) * s(c): on dev-mmlongbench page R@5
@@ -21,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from backend.index.image import blend_visual, note_figures_as_text, visual_component_scores
 from backend.retrieval.base import ParamSpec, Retriever, hybrid_scores, minmax, register
 from backend.types import DocScore, RankSectionsStep, RouteDocsStep, ScoredNode, SectionScore, Trace
 
@@ -49,9 +51,11 @@ class HiKEYRetriever(Retriever):
         alpha = float(params.get("alpha", rs.hybrid_alpha))
         lam = float(params.get("lam", rs.hikey_lambda))
         beta = float(params.get("card_weight", rs.hikey_card_weight))
-        trace.params.update({"docs": n_docs, "alpha": alpha, "lam": lam, "card_weight": beta, "gamma": rs.hikey_gamma})
         qvec = self.embed(query)
         corpus = self.corpus
+        visual = visual_component_scores(corpus, self.image_encoder, query)  # {} without an image index
+        gamma = rs.hikey_gamma if visual else 0.0
+        trace.params.update({"docs": n_docs, "alpha": alpha, "lam": lam, "card_weight": beta, "gamma": gamma})
         docs = corpus.layers["documents"]
         comps = corpus.layers["components"]
         if not docs.ids or not comps.ids:
@@ -60,6 +64,8 @@ class HiKEYRetriever(Retriever):
         # Type-specific unit scores (text: hybrid of the text; table/figure: hybrid of caption/upper
         # context + content, whose visual term gamma * s_vis needs an image encoder).  (n_components,)
         unit_score = hybrid_scores(comps, query, qvec, alpha)
+        if visual:
+            unit_score = blend_visual(unit_score, comps, visual, gamma)
 
         # Stage 1: document routing. Doc_card hybrid score, backed by the best unit inside the
         # document so that documents with near-identical cards (report templates) still separate.
@@ -125,7 +131,9 @@ class HiKEYRetriever(Retriever):
                 ((lam * doc_score[doc_id] + (1 - lam) * s, node_id) for _f, _sec, doc_id, _s, units in ranked_sections for node_id, s in units),
                 key=lambda r: (-r[0], r[1]),
             )
-            return [ScoredNode(node_id=n, score=round(sc, 6), why="unit in routed document") for sc, n in units_ranked[:top_k]]
+            hits = [ScoredNode(node_id=n, score=round(sc, 6), why="unit in routed document") for sc, n in units_ranked[:top_k]]
+            note_figures_as_text(trace, corpus, [h.node_id for h in hits], self.image_encoder)
+            return hits
         results: list[ScoredNode] = []
         for final, _sec, _doc, _s, units in ranked_sections:
             if len(results) >= top_k:
@@ -141,4 +149,5 @@ class HiKEYRetriever(Retriever):
             for s, node_id in rest[: top_k - len(results)]:
                 # Keep scores non-increasing: members rank below every anchor.
                 results.append(ScoredNode(node_id=node_id, score=round(min(s, floor), 6), why="section member"))
+        note_figures_as_text(trace, corpus, [h.node_id for h in results], self.image_encoder)
         return results

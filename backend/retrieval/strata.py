@@ -1,0 +1,189 @@
+"""Strata's own method, designed from measurements on ../shared/bench (bench/RESULTS.md).
+
+1. Know the corpus. At load we measure its template share: the fraction of sampled components
+   whose nearest neighbour in another document is a near copy (cosine >= 0.95). SEC 10-Q
+   filings share one boilerplate (share 0.64 on dev-docugami-10q); reports, papers and
+   Wikipedia pages do not (0.02-0.03 on the other dev collections).
+2. Template corpora: BM25 and the Doc_cards pull towards whichever filing repeats the
+   question's words, so the ranking is dense, and the leading results are spread over
+   documents (one unit per document first): a question about a company is answered across its
+   filings. Page R@5 0.785 against 0.685 for dense alone on dev-docugami-10q.
+3. Other corpora: HiKEY's routed ranking (the best method on dev-mmlongbench) fused by
+   reciprocal rank (k=10) with the flat hybrid ranking (the best on dev-tatqa-pdf), so the
+   documents routing would drop keep a place.
+4. LILaC partners, both modes. The question is decomposed (rules or the LLM); for the leading
+   results, the components one link away in another document are scored by late interaction
+   against the subqueries, and the best one comes right after its anchor (unless a multi-part
+   question's subqueries gain nothing from it): the second hop of a bridge question lands next
+   to the first (dev-hotpot-pdf).
+
+What it does not do: call an LLM beyond the decomposition, or rerank pages.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from backend.retrieval.base import ParamSpec, Retriever, register
+from backend.retrieval.hikey import HiKEYRetriever
+from backend.retrieval.hybrid import HybridRetriever
+from backend.retrieval.lilac import LateInteraction, component_neighbours, decompose
+from backend.types import (
+    BeamStep,
+    DecomposeStep,
+    FuseStep,
+    RankStep,
+    ScoredEdge,
+    ScoredNode,
+    SubqueryMatch,
+    Trace,
+)
+
+TEMPLATE_SAMPLE = 400
+RRF_K = 10
+TEMPLATE_COSINE = 0.95
+
+
+def template_share(corpus) -> float:
+    """Fraction of (up to 400 sampled) components whose nearest neighbour in another document
+    is a near copy. Computed once per loaded corpus (it is read-only)."""
+    cached = getattr(corpus, "_template_share", None)
+    if cached is not None:
+        return cached
+    comps = corpus.layers["components"]
+    share = 0.0
+    if len(corpus.documents) > 1 and len(comps.ids) > 1:
+        matrix = comps.dense.matrix
+        docs = np.array([corpus.nodes[i].doc for i in comps.ids])
+        rng = np.random.default_rng(0)  # deterministic sample
+        idx = rng.choice(len(matrix), size=min(TEMPLATE_SAMPLE, len(matrix)), replace=False)
+        sims = matrix[idx] @ matrix.T
+        sims[docs[idx][:, None] == docs[None, :]] = -1.0
+        share = float((sims.max(axis=1) >= TEMPLATE_COSINE).mean())
+    corpus._template_share = share
+    return share
+
+
+def spread_over_documents(corpus, ranked: list[ScoredNode], per_doc: int) -> list[ScoredNode]:
+    """The first `per_doc` units of every document in rank order, then the rest; scores are
+    clipped so they stay non-increasing."""
+    first, rest, count = [], [], {}
+    for hit in ranked:
+        doc = corpus.nodes[hit.node_id].doc
+        (first if count.get(doc, 0) < per_doc else rest).append(hit)
+        count[doc] = count.get(doc, 0) + 1
+    out, floor = [], float("inf")
+    for hit in first + rest:
+        floor = min(floor, hit.score)
+        out.append(hit.model_copy(update={"score": floor, "why": hit.why + (" (spread)" if hit in rest else "")}))
+    return out
+
+
+@register
+class StrataRetriever(Retriever):
+    name = "strata"
+    description = "Strata: dense + spread on template corpora, HiKEY elsewhere, LILaC partners across document links."
+    params = (
+        ParamSpec("template_share", 0.3, 0.0, 1.0, "Template share at and above which the corpus is treated as boilerplate filings."),
+        ParamSpec("per_doc_first", 1, 1, 10, "Template corpora: units per document before any document gets more."),
+        ParamSpec("partners", 2, 0, 5, "Linked components placed after each anchor (0: no graph walk)."),
+        ParamSpec("partner_depth", 10, 0, 50, "How many leading results get a partner."),
+        ParamSpec("per_doc", 3, 1, 50, "Components of a linked document considered as partners."),
+    )
+
+    def retrieve(self, query: str, top_k: int, params: dict[str, Any], trace: Trace) -> list[ScoredNode]:
+        n_partners = self.param(params, "partners")
+        depth = self.param(params, "partner_depth")
+        per_doc = self.param(params, "per_doc")
+        corpus = self.corpus
+        comps = corpus.layers["components"]
+        if not comps.ids or top_k <= 0:
+            return []
+        share = template_share(corpus)
+        template = share >= self.param(params, "template_share")
+        trace.params.update({"template_share": round(share, 4), "mode": "template" if template else "hikey",
+                             "partners": n_partners, "partner_depth": depth, "per_doc": per_doc})
+        k = max(top_k, depth)
+        if template:
+            qvec = self.embed(query)
+            dense = comps.dense.scores(qvec)
+            n = min(len(dense), max(k * 4, 60))
+            top = np.argpartition(-dense, n - 1)[:n]
+            top = top[np.lexsort((top, -dense[top]))]
+            ranked = [ScoredNode(node_id=comps.ids[i], score=round(float(dense[i]), 6), why="dense") for i in top]
+            trace.add(RankStep(label="template corpus: dense over the components", index="dense", candidates=ranked[:30]))
+            base = spread_over_documents(corpus, ranked, self.param(params, "per_doc_first"))[:k]
+            alpha = 0.0
+        else:
+            # HiKEY's routed ranking fused with the flat hybrid one (reciprocal ranks, k=10): routing
+            # wins on long reports, the flat ranking keeps documents routing would drop.
+            kw = {"sub_encoder": self.sub_encoder, "llm": self.llm}
+            routed = HiKEYRetriever(corpus, self.encoder, self.settings, **kw).retrieve(query, 3 * k, {}, trace)
+            flat_trace = Trace(method="hybrid")
+            flat = HybridRetriever(corpus, self.encoder, self.settings, **kw).retrieve(query, 3 * k, {}, flat_trace)
+            trace.steps.extend(flat_trace.steps)
+            fused: dict[str, float] = {}
+            for ranking in (routed, flat):
+                for r, hit in enumerate(ranking):
+                    fused[hit.node_id] = fused.get(hit.node_id, 0.0) + 1.0 / (RRF_K + r + 1)
+            order = sorted(fused, key=lambda n: (-fused[n], n))[:k]
+            base = [ScoredNode(node_id=n, score=round(fused[n], 6), why="HiKEY + hybrid (reciprocal rank)") for n in order]
+            trace.add(FuseStep(label="HiKEY routed ranking + flat hybrid ranking", inputs={"hikey": routed[:10], "hybrid": flat[:10]},
+                               weights={"hikey": 1.0, "hybrid": 1.0, "rrf_k": float(RRF_K)}))
+            alpha = float(self.settings.retrieval.hybrid_alpha)
+        if n_partners <= 0 or depth <= 0:
+            return base[:top_k]
+
+        # 3. LILaC partners across document links.
+        subqueries, reason = decompose(self.llm, query)
+        trace.add(DecomposeStep(subqueries=subqueries, backend=self.llm.name, reason=reason))
+        li = LateInteraction(self, subqueries, alpha, 0.0, 0.5)
+        ga = li.arrays
+        best = li.best
+        out: list[ScoredNode] = []
+        seen: set[str] = set()
+        edges: list[ScoredEdge] = []
+        frontier: list[str] = []
+        partners_found: list[str] = []
+        for rank, hit in enumerate(base):
+            if len(out) >= top_k:
+                break
+            if hit.node_id in seen:
+                continue
+            seen.add(hit.node_id)
+            out.append(hit)
+            if rank >= depth:
+                continue
+            a = ga.comp_row[hit.node_id]
+            frontier.append(hit.node_id)
+            cands = [u for u, kind in component_neighbours(corpus, hit.node_id, li, per_doc)
+                     if kind == "doc_link" and ga.comp_ids[u] not in seen]
+            if not cands:
+                continue
+            cand = np.array(cands, dtype=np.int64)
+            edge_scores = np.maximum(best[a][None, :], best[cand]).sum(axis=1)
+            gains = edge_scores - best[a].sum()
+            order = np.lexsort((cand, -edge_scores))
+            placed = 0
+            for j in order:
+                if placed >= n_partners or len(out) >= top_k:
+                    break
+                u = int(cand[j])
+                edge = ScoredEdge(src=hit.node_id, dst=ga.comp_ids[u], edge_kind="doc_link", score=round(float(edge_scores[j]), 4),
+                                  matches=[SubqueryMatch(subquery=q, node_id=li.winner(a if best[a, q] >= best[u, q] else u, q)[0],
+                                                         score=round(float(max(best[a, q], best[u, q])), 4)) for q in range(best.shape[1])],
+                                  one_sided=bool(gains[j] <= 0))
+                edges.append(edge)
+                if gains[j] <= 0 and len(subqueries) > 1:
+                    continue  # the partner adds nothing any subquery needs
+                placed += 1
+                seen.add(ga.comp_ids[u])
+                partners_found.append(ga.comp_ids[u])
+                out.append(ScoredNode(node_id=ga.comp_ids[u], score=hit.score, why=f"linked from {hit.node_id}"))
+        trace.add(BeamStep(iteration=1, frontier=frontier, edges=edges, kept=partners_found,
+                           pruned=[e.dst for e in edges if e.dst not in set(partners_found)]))
+        trace.add(FuseStep(label="base ranking + link partners", inputs={"ranked": out[:30]},
+                           weights={"partners": float(n_partners)}, reason=f"{len(partners_found)} partner(s) placed"))
+        return out

@@ -1,0 +1,44 @@
+"""Strata's corpus-aware modes on small hand-built corpora."""
+
+from __future__ import annotations
+
+from backend.retrieval.strata import template_share
+from backend.types import BeamStep, FuseStep, RankStep, Trace
+from tests.retrieval.test_lilac import FILMS, QUESTION
+from tests.retrieval.toy_graph import build_corpus, doc_of
+
+BOILERPLATE = [
+    "The Company is exposed to market risks, including changes in interest rates and foreign currency exchange rates.",
+    "Net sales increased compared with the same quarter of the prior year, driven by higher demand.",
+    "The Company repurchased shares of its common stock under the authorised repurchase program.",
+]
+
+
+def _run(service, corpus, query, top_k=6, params=None):
+    trace = Trace(method="strata")
+    return service.retriever("strata", corpus).retrieve(query, top_k, dict(params or {}), trace), trace
+
+
+def test_template_corpus_is_detected_and_results_spread_over_filings(service):
+    filings = {f"2023_Q{q}_{co}.pdf": [f"{co} quarterly report for quarter {q}."] + BOILERPLATE for co in ("ACME", "GLOBEX") for q in (1, 2)}
+    corpus = build_corpus(service, filings)
+    assert template_share(corpus) >= 0.3
+    hits, trace = _run(service, corpus, "Did the company repurchase shares of its common stock?", 4)
+    assert trace.params["mode"] == "template"
+    assert len({doc_of(corpus, h.node_id) for h in hits}) == 4, "one unit per filing before any filing gets a second"
+    assert any(isinstance(s, RankStep) for s in trace.steps)
+
+
+def test_linked_corpus_places_the_partner_after_its_anchor(service):
+    corpus = build_corpus(service, FILMS, links=[("Moonlit_Harbor.pdf", 0, "Elena_Varga.pdf")])
+    assert template_share(corpus) < 0.3
+    hits, trace = _run(service, corpus, QUESTION, 4)
+    assert trace.params["mode"] == "hikey"
+    docs = [doc_of(corpus, h.node_id) for h in hits]
+    assert docs.index("Elena_Varga.pdf") == docs.index("Moonlit_Harbor.pdf") + 1, docs
+    beam = next(s for s in trace.steps if isinstance(s, BeamStep))
+    assert any(doc_of(corpus, e.dst) == "Elena_Varga.pdf" for e in beam.edges)
+    assert any(isinstance(s, FuseStep) for s in trace.steps)
+    assert Trace.model_validate_json(trace.model_dump_json()) == trace
+    no_walk, _ = _run(service, corpus, QUESTION, 4, {"partners": 0})
+    assert "linked from" not in " ".join(h.why for h in no_walk)
