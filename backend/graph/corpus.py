@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import re
+import threading
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,7 @@ from urllib.parse import unquote, urlparse
 
 import numpy as np
 
+from backend.graph.entities import MergedEntities, derive_missing_entities, entity_index_text, merge_entities
 from backend.graph.store import WorkspaceStore
 from backend.index.lexical import BM25Index
 from backend.index.texts import index_texts
@@ -87,6 +89,8 @@ class Corpus:
     ) -> None:
         self.root = root
         self.generation = generation
+        merged = merge_entities(nodes, edges, embeddings)  # MMGraphRAG: one entity node per name across documents
+        nodes, edges = merged.nodes, merged.edges
         self.documents: dict[str, Document] = {d.id: d for d in documents}
         self.sections: dict[str, Section] = {s.id: s for s in sections}
         self.nodes: dict[str, Node] = {n.id: n for n in nodes}
@@ -106,6 +110,9 @@ class Corpus:
             if n.layer == Layer.COMPONENT:
                 self.components_by_doc[n.doc].append(n.id)
         self.layers = self._build_layers(nodes, embeddings, dims, use_gpu, index_dir, generation)
+        self.layers["entities"] = self._build_entity_layer(merged, dims.get("entities") or dims["subcomponents"])
+        self._entities_without_vectors = merged.missing
+        self._entity_lock = threading.Lock()
         # Optional: None when the workspace was built without an image encoder.
         self.image_layer = self._build_image_layer(image_embeddings or {}, image_signature)
         doc_row = {d: i for i, d in enumerate(self.layers["documents"].ids)}
@@ -119,8 +126,10 @@ class Corpus:
     @classmethod
     def load(cls, store: WorkspaceStore, *, dims: dict[str, int], use_gpu: bool = False) -> Corpus:
         nodes, embs = store.all_nodes()
+        # Documents ingested before entities existed get them here (rules, cached in the store).
+        nodes, edges = derive_missing_entities(store, nodes, store.all_edges())
         return cls(
-            store.documents(), store.all_sections(), nodes, embs, store.all_edges(), store.all_doc_links(),
+            store.documents(), store.all_sections(), nodes, embs, edges, store.all_doc_links(),
             dims=dims, use_gpu=use_gpu, index_dir=store.root / "index", generation=store.generation, root=store.root,
             image_embeddings=store.all_image_embeddings(), image_signature=store.image_encoder_signature,
         )
@@ -147,6 +156,39 @@ class Corpus:
             return None
         # Few vectors (figures and their regions): an exact in-memory index, no FAISS file cache.
         return ImageLayer(ids=ids, dense=VectorIndex(ids, np.stack([image_embeddings[i] for i in ids])), signature=signature)
+
+    def _build_entity_layer(self, merged: MergedEntities, dim: int) -> LayerIndex:
+        """The entities layer (MMGraphRAG): BM25 and vectors of name + type + description, in the
+        subcomponent encoder's space. Entities derived at load have no vector yet: their rows stay
+        zero until `entity_layer(encoder)` encodes them. Small: exact in-memory index, no FAISS file."""
+        ids = merged.entity_ids
+        vectors = [merged.vectors.get(i) for i in ids]
+        dim = next((len(v) for v in vectors if v is not None), dim)
+        matrix = np.zeros((len(ids), dim), dtype=np.float32)  # (n_entities, dim)
+        for row, v in enumerate(vectors):
+            if v is not None:
+                matrix[row] = v
+        texts = [entity_index_text(self.nodes[i]) for i in ids]
+        return LayerIndex(name="entities", ids=ids, dense=VectorIndex(ids, matrix), lexical=BM25Index(ids, texts))
+
+    def entity_layer(self, encoder) -> LayerIndex:
+        """The entities layer with every vector present: entities derived at load are encoded
+        once, on first use, with `encoder` (the subcomponent encoder), in memory."""
+        with self._entity_lock:
+            missing = self._entities_without_vectors
+            if missing:
+                layer = self.layers["entities"]
+                vecs = encoder.encode([entity_index_text(self.nodes[i]) for i in missing])  # (n_missing, dim)
+                matrix = layer.dense.matrix.copy()
+                if matrix.shape[1] != vecs.shape[1]:
+                    matrix = np.zeros((len(layer.ids), vecs.shape[1]), dtype=np.float32)
+                    missing = layer.ids
+                    vecs = encoder.encode([entity_index_text(self.nodes[i]) for i in missing])
+                for node_id, v in zip(missing, vecs):
+                    matrix[layer.dense.row[node_id]] = v
+                self.layers["entities"] = LayerIndex(name="entities", ids=layer.ids, dense=VectorIndex(layer.ids, matrix), lexical=layer.lexical)
+                self._entities_without_vectors = []
+            return self.layers["entities"]
 
     def _build_layers(self, nodes, embeddings, dims, use_gpu, index_dir, generation) -> dict[str, LayerIndex]:
         texts = index_texts(nodes, self.sections, self.documents)

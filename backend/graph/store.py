@@ -25,12 +25,13 @@ from pathlib import Path
 import numpy as np
 
 from backend.errors import WorkspaceError
-from backend.types import Block, Document, Edge, Node, ParsedDocument, PendingDocLink, Section
+from backend.types import Block, Document, Edge, EdgeKind, Layer, Node, ParsedDocument, PendingDocLink, Section
 
 log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = "1"
 DB_NAME = "strata.sqlite"
+ENTITY_SEQ_BASE = 1_000_000  # derived entity nodes sort after a document's own nodes
 NO_IMAGE_ENCODER = "none"
 
 _SCHEMA = """
@@ -43,6 +44,7 @@ CREATE TABLE IF NOT EXISTS nodes (id TEXT PRIMARY KEY, doc TEXT NOT NULL, layer 
 CREATE TABLE IF NOT EXISTS edges (doc TEXT NOT NULL, src TEXT NOT NULL, dst TEXT NOT NULL, kind TEXT NOT NULL, json TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS blocks (doc TEXT NOT NULL, page INTEGER NOT NULL, json TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS doc_links (doc TEXT NOT NULL, json TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS entity_runs (doc TEXT PRIMARY KEY, extractor TEXT NOT NULL, entities INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS runs (id TEXT PRIMARY KEY, created REAL NOT NULL, question TEXT NOT NULL, method TEXT NOT NULL,
     json TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS sections_doc ON sections(doc);
@@ -137,14 +139,17 @@ class WorkspaceStore:
         return None if stored in (None, NO_IMAGE_ENCODER) else stored
 
     @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
+    def _transaction(self, bump: bool = True) -> Iterator[sqlite3.Connection]:
+        """bump=False for caches derived from what is stored (entities of old workspaces): the
+        graph the generation stamps has not changed."""
         self._db.execute("BEGIN IMMEDIATE")
         try:
             yield self._db
         except BaseException:
             self._db.execute("ROLLBACK")
             raise
-        self._set_meta("generation", str(self.generation + 1))
+        if bump:
+            self._set_meta("generation", str(self.generation + 1))
         self._db.execute("COMMIT")
 
     # ---------------------------------------------------------------- documents
@@ -174,9 +179,12 @@ class WorkspaceStore:
         source: Path,
         embeddings: dict[str, np.ndarray],
         image_embeddings: dict[str, np.ndarray] | None = None,
+        entity_extractor: str | None = None,
     ) -> Document | None:
         """Store one parsed document in one transaction; a document with the same file name is
-        replaced. image_embeddings: figure/region id -> image vector. Returns the replaced document, if any."""
+        replaced. image_embeddings: figure/region id -> image vector. entity_extractor: what extracted
+        the entity nodes among parsed.nodes (recorded, so that load does not derive them again).
+        Returns the replaced document, if any."""
         doc = parsed.document
         pdf_copy = self.pdf_path(doc.id)
         if not pdf_copy.exists():
@@ -207,6 +215,9 @@ class WorkspaceStore:
             )
             db.executemany("INSERT INTO blocks(doc, page, json) VALUES (?, ?, ?)", [(doc.id, b.page, b.model_dump_json()) for b in parsed.blocks])
             db.executemany("INSERT INTO doc_links(doc, json) VALUES (?, ?)", [(doc.id, p.model_dump_json()) for p in parsed.doc_links])
+            if entity_extractor is not None:
+                n_entities = sum(1 for n in parsed.nodes if n.layer == Layer.ENTITY)
+                db.execute("INSERT INTO entity_runs(doc, extractor, entities) VALUES (?, ?, ?)", (doc.id, entity_extractor, n_entities))
             db.executemany(
                 "INSERT INTO images(id, doc, emb) VALUES (?, ?, ?)", [(i, doc.id, _blob(v)) for i, v in (image_embeddings or {}).items()]
             )
@@ -224,7 +235,7 @@ class WorkspaceStore:
         return doc
 
     def _delete_rows(self, db: sqlite3.Connection, doc_id: str) -> None:
-        for table in ("documents", "sections", "nodes", "blocks", "doc_links"):
+        for table in ("documents", "sections", "nodes", "blocks", "doc_links", "entity_runs"):
             db.execute(f"DELETE FROM {table} WHERE {'id' if table == 'documents' else 'doc'}=?", (doc_id,))
         db.execute("DELETE FROM edges WHERE doc=?", (doc_id,))
         db.execute("DELETE FROM images WHERE doc=?", (doc_id,))
@@ -232,6 +243,33 @@ class WorkspaceStore:
     def _delete_files(self, doc_id: str) -> None:
         self.pdf_path(doc_id).unlink(missing_ok=True)
         shutil.rmtree(self.root / "crops" / doc_id, ignore_errors=True)
+
+    # ---------------------------------------------------------------- entities (MMGraphRAG layer)
+
+    def entity_runs(self) -> dict[str, str]:
+        """doc id -> the extractor its entities came from, for documents that have been through one."""
+        return dict(self._db.execute("SELECT doc, extractor FROM entity_runs"))
+
+    def put_entities(self, batches: list[tuple[str, list[Node], list[Edge]]], extractor: str) -> None:
+        """Replace the entities of documents already stored (derived at load for workspaces built
+        before entities existed), in one transaction that leaves the generation alone: they are
+        a cache of what the stored documents say. Documents removed meanwhile are skipped."""
+        with self._transaction(bump=False) as db:
+            present = {r[0] for r in db.execute("SELECT id FROM documents")}
+            for doc_id, nodes, edges in batches:
+                if doc_id not in present:
+                    continue
+                db.execute("DELETE FROM nodes WHERE doc=? AND layer=?", (doc_id, int(Layer.ENTITY)))
+                db.execute("DELETE FROM edges WHERE doc=? AND kind IN (?, ?)", (doc_id, EdgeKind.MENTIONS.value, EdgeKind.RELATION.value))
+                db.executemany(
+                    "INSERT OR REPLACE INTO nodes(id, doc, layer, seq, json, emb) VALUES (?, ?, ?, ?, ?, NULL)",
+                    [(n.id, doc_id, int(n.layer), ENTITY_SEQ_BASE + i, n.model_dump_json()) for i, n in enumerate(nodes)],
+                )
+                db.executemany(
+                    "INSERT INTO edges(doc, src, dst, kind, json) VALUES (?, ?, ?, ?, ?)",
+                    [(doc_id, e.src, e.dst, e.kind.value, e.model_dump_json()) for e in edges],
+                )
+                db.execute("INSERT OR REPLACE INTO entity_runs(doc, extractor, entities) VALUES (?, ?, ?)", (doc_id, extractor, len(nodes)))
 
     # ---------------------------------------------------------------- bulk reads for the in-memory corpus
 

@@ -13,12 +13,14 @@ from pathlib import Path
 
 from backend.config import Settings
 from backend.errors import BadPdfError
+from backend.graph.entities import entity_index_text, extract_document_entities
 from backend.graph.store import WorkspaceStore
 from backend.index.encoders import EncoderSet
 from backend.index.image import ImageEncoder, encode_figures
 from backend.index.texts import index_texts
 from backend.ingest.parser import PARSER_VERSION, file_sha256
 from backend.ingest.worker import ParseWorker
+from backend.llm.factory import build_llm
 from backend.types import FileReport, IngestReport, Layer, ParsedDocument, ProgressEvent
 
 log = logging.getLogger(__name__)
@@ -29,6 +31,9 @@ ProgressSink = Callable[[ProgressEvent], None]
 def _counts(parsed: ParsedDocument) -> dict[str, int]:
     c: Counter[str] = Counter()
     for n in parsed.nodes:
+        if n.layer == Layer.ENTITY:
+            c["entities"] += 1
+            continue
         c[n.kind.value + "s" if not n.kind.value.endswith("s") else n.kind.value] += 1
     for e in parsed.edges:
         c[f"{e.kind.value} edges"] += 1
@@ -97,12 +102,29 @@ class Ingestor:
             embeddings.update(zip((n.id for n in nodes), vectors))
         ids = list(embeddings)
         emit(ProgressEvent(stage="encode", doc=name, done=len(ids), total=len(ids)))
+        parsed, entity_extractor = self._add_entities(parsed, embeddings, name, emit)
         emit(ProgressEvent(stage="store", doc=name, done=0, total=1))
         image_embeddings = encode_figures(self._image_encoder, parsed.nodes, store.root) if self._image_encoder is not None else {}
-        replaced = store.add_document(parsed, path, embeddings, image_embeddings)
+        replaced = store.add_document(parsed, path, embeddings, image_embeddings, entity_extractor=entity_extractor)
         emit(ProgressEvent(stage="store", doc=name, done=1, total=1))
         doc = parsed.document
         return FileReport(
             file_name=name, status="replaced" if replaced is not None else "ingested", doc_id=doc.id, title=doc.title,
             pages=doc.pages, counts=_counts(parsed), warnings=doc.warnings,
         )
+
+    def _add_entities(
+        self, parsed: ParsedDocument, embeddings: dict, name: str, emit: ProgressSink
+    ) -> tuple[ParsedDocument, str]:
+        """MMGraphRAG's entity layer of one document (backend/graph/entities.py): entity nodes with
+        mention and relation edges, their name + description encoded in the subcomponent space
+        (short strings, where the static encoder is as good and hundreds of times faster). With a
+        model backend, the per-question call budget bounds the model calls per document; the
+        rules extract the chunks past it. Returns the document with them and the extractor's name."""
+        emit(ProgressEvent(stage="entities", doc=name, done=0, total=1))
+        doc = parsed.document
+        found = extract_document_entities(doc.id, doc.title, parsed.nodes, build_llm(self._settings))
+        vectors = self._encoders.sub.encode([entity_index_text(n) for n in found.nodes])
+        embeddings.update(zip((n.id for n in found.nodes), vectors))
+        emit(ProgressEvent(stage="entities", doc=name, done=1, total=1, message=f"{len(found.nodes)} entities"))
+        return parsed.model_copy(update={"nodes": parsed.nodes + found.nodes, "edges": parsed.edges + found.edges}), found.extractor

@@ -55,13 +55,14 @@ def test_contains_edges_form_a_tree(sample_corpus):
     for e in sample_corpus.edges:
         if e.kind == EdgeKind.CONTAINS:
             incoming[e.dst].append(e.src)
-    for n in sample_corpus.nodes.values():
+    hierarchy = [n for n in sample_corpus.nodes.values() if n.layer != Layer.ENTITY]  # entities span documents
+    for n in hierarchy:
         if n.kind == NodeKind.DOCUMENT:
             assert incoming[n.id] == []
         else:
             assert incoming[n.id] == [n.parent], (n.id, incoming[n.id], n.parent)
     # Walking up from any node ends at its document.
-    for n in sample_corpus.nodes.values():
+    for n in hierarchy:
         seen, cur = set(), n
         while cur.kind != NodeKind.DOCUMENT:
             assert cur.id not in seen
@@ -146,6 +147,8 @@ def test_every_node_is_indexed_in_its_layer(sample_corpus):
             name = "sections"
         elif n.layer == Layer.COMPONENT:
             name = "components"
+        elif n.layer == Layer.ENTITY:
+            name = "entities"
         else:
             name = "subcomponents"
         assert n.id in layers[name].dense.row and n.id in layers[name].lexical.row, (name, n.id)

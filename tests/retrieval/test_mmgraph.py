@@ -1,0 +1,175 @@
+"""MMGraphRAG's Entity2Entity retrieval on a small hand-built corpus where the bridge is known: the
+question names a film, the answer is in the document of the film's star, which never names the
+film."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+
+import pytest
+
+from backend.graph.corpus import Corpus
+from backend.graph.entities import entity_index_text, extract_document_entities
+from backend.llm.rules import RulesBackend
+from backend.types import Document, Edge, EdgeKind, EntityStep, Layer, Node, NodeKind, Section, Trace
+
+FILMS = {
+    "Kiss_and_Tell_1945_film.pdf": [
+        "Kiss and Tell is a 1945 American comedy film starring Shirley Temple as Corliss Archer. "
+        "The film was directed by Richard Wallace."
+    ],
+    "Shirley_Temple.pdf": [
+        "Shirley Temple was an American actress and diplomat. She held the post of Chief of Protocol of the United States."
+    ],
+    "Protocol_Office.pdf": ["The government office of protocol advises on positions held by diplomats abroad."],
+    "Government_Posts.pdf": ["Government positions were held by the stars of many comedy films, this guide says."],
+    "Tell_City.pdf": ["Tell City is a town in Indiana. Its government post office was held by a film star."],
+    "Radio_Days.pdf": ["Radio Days is a comedy about a family who listen to the radio. Its star held no position."],
+    "Film_Stars_in_Office.pdf": ["Film stars who held a government position are rare; a star may hold office after retiring."],
+    "Positions_Guide.pdf": ["What position a star held in government is a question this film society answers."],
+}
+TITLES = {"Kiss_and_Tell_1945_film.pdf": "Kiss and Tell (1945 film)"}  # as Wikipedia titles it
+QUESTION = "What government position was held by the star of Kiss and Tell?"
+BRIDGE_DOC = "Shirley_Temple.pdf"
+
+
+def _id(*parts: str) -> str:
+    return hashlib.sha1("/".join(parts).encode()).hexdigest()[:12]
+
+
+def build_corpus(service, docs: dict[str, list[str]], *, with_entities: bool = True, titles: dict[str, str] | None = None) -> Corpus:
+    """docs: file name -> paragraphs (each split into sentences); entities by the rules extractor,
+    encoded as at ingest (name + description in the subcomponent space)."""
+    documents, sections, nodes, edges = [], [], [], []
+    text_ids, text_texts, sub_ids, sub_texts = [], [], [], []
+    for name, paragraphs in docs.items():
+        doc_id = _id(name)
+        title = (titles or {}).get(name) or name.removesuffix(".pdf").replace("_", " ")
+        documents.append(Document(
+            id=doc_id, file_name=name, title=title, pages=1, sha256=_id(name, "sha"), bytes=1, card=title,
+            hierarchy_source="flat", page_sizes=[(612.0, 792.0)],
+        ))
+        sec_id = f"{doc_id}:s0"
+        sections.append(Section(id=sec_id, doc=doc_id, title=title, level=0, parent=None, path=[title], page=1, bbox=None,
+                                confidence=1.0, source="root"))
+        doc_nodes = [Node(id=doc_id, layer=Layer.DOCUMENT, kind=NodeKind.DOCUMENT, doc=doc_id, text=title),
+                     Node(id=sec_id, layer=Layer.DOCUMENT, kind=NodeKind.SECTION, doc=doc_id, text=title, section=sec_id)]
+        edges.append(Edge(src=doc_id, dst=sec_id, kind=EdgeKind.CONTAINS))
+        text_ids += [doc_id, sec_id]
+        text_texts += [title, title]
+        for i, para in enumerate(paragraphs):
+            pid = f"{doc_id}:p{i}"
+            doc_nodes.append(Node(id=pid, layer=Layer.COMPONENT, kind=NodeKind.PARAGRAPH, doc=doc_id, text=para,
+                                  section=sec_id, parent=sec_id, role="paragraph", order=i))
+            edges.append(Edge(src=sec_id, dst=pid, kind=EdgeKind.CONTAINS))
+            text_ids.append(pid)
+            text_texts.append(para)
+            for j, sent in enumerate(s for s in re.split(r"(?<=[.!?])\s+", para) if s.strip()):
+                sid = f"{pid}.{j}"
+                doc_nodes.append(Node(id=sid, layer=Layer.SUBCOMPONENT, kind=NodeKind.SENTENCE, doc=doc_id, text=sent,
+                                      section=sec_id, parent=pid, order=i))
+                edges.append(Edge(src=pid, dst=sid, kind=EdgeKind.CONTAINS))
+                sub_ids.append(sid)
+                sub_texts.append(sent)
+        if with_entities:
+            found = extract_document_entities(doc_id, title, doc_nodes, RulesBackend())
+            doc_nodes += found.nodes
+            edges += found.edges
+            sub_ids += [n.id for n in found.nodes]
+            sub_texts += [entity_index_text(n) for n in found.nodes]
+        nodes += doc_nodes
+    embeddings = dict(zip(text_ids, service.encoders.text.encode(text_texts)))
+    embeddings.update(zip(sub_ids, service.encoders.sub.encode(sub_texts)))
+    text_dim, sub_dim = service.encoders.text.dim, service.encoders.sub.dim
+    dims = {"documents": text_dim, "sections": text_dim, "components": text_dim, "subcomponents": sub_dim}
+    return Corpus(documents, sections, nodes, embeddings, edges, [], dims=dims)
+
+
+@pytest.fixture(scope="module")
+def films(service) -> Corpus:
+    return build_corpus(service, FILMS, titles=TITLES)
+
+
+def _run(service, corpus, method, top_k=6, params=None, query=QUESTION):
+    retriever = service.retriever(method, corpus)
+    trace = Trace(method=method)
+    return retriever.retrieve(query, top_k, dict(params or {}), trace), trace
+
+
+def _docs(corpus, hits) -> list[str]:
+    return [corpus.documents[corpus.nodes[h.node_id].doc].file_name for h in hits]
+
+
+def _entity(corpus, name) -> str:
+    return next(n.id for n in corpus.nodes.values() if n.kind == NodeKind.ENTITY and n.text == name)
+
+
+def test_the_film_and_its_star_are_related_entities(films):
+    film, star = _entity(films, "Kiss and Tell"), _entity(films, "Shirley Temple")
+    assert star in {other for _e, other in films.neighbours(film, (EdgeKind.RELATION,))}
+    # The star is one node for both documents, and it is mentioned by the bridge document.
+    mentioned = {films.nodes[films.component_of(u)].doc for _e, u in films.neighbours(star, (EdgeKind.MENTIONS,))}
+    assert {films.documents[d].file_name for d in mentioned} == {"Kiss_and_Tell_1945_film.pdf", BRIDGE_DOC}
+
+
+def test_a_question_naming_the_film_reaches_the_stars_document(service, films):
+    dense, _ = _run(service, films, "dense")
+    hits, trace = _run(service, films, "mmgraph")
+    dense_rank, rank = _docs(films, dense).index(BRIDGE_DOC), _docs(films, hits).index(BRIDGE_DOC)
+    assert rank < dense_rank, (_docs(films, hits), _docs(films, dense))
+    bridge = hits[rank]
+    assert "Shirley Temple" in bridge.why and "Kiss and Tell" in bridge.why, bridge.why
+    step = next(s for s in trace.steps if isinstance(s, EntityStep))
+    assert step.mode == "broad" and step.entities[0].name == "Kiss and Tell"
+
+
+def test_broad_follows_edges_out_of_the_matched_entities_and_narrow_does_not(service, films):
+    params = {"top_entities": 1}
+    broad_hits, broad_trace = _run(service, films, "mmgraph", top_k=len(FILMS), params={**params, "broad": 1})
+    narrow_hits, narrow_trace = _run(service, films, "mmgraph", top_k=len(FILMS), params={**params, "broad": 0})
+    broad = next(s for s in broad_trace.steps if isinstance(s, EntityStep))
+    narrow = next(s for s in narrow_trace.steps if isinstance(s, EntityStep))
+    assert (broad.mode, narrow.mode) == ("broad", "narrow")
+    assert [e.name for e in broad.entities] == [e.name for e in narrow.entities] == ["Kiss and Tell"]
+    anchor = broad.entities[0].node_id
+    # Narrow: only edges with both ends among the matched entities (none, with one entity).
+    assert narrow.edges == []
+    # Broad: every relation of the matched entity, one hop.
+    assert broad.edges and all(anchor in (e.src, e.dst) for e in broad.edges)
+    assert _entity(films, "Shirley Temple") in {e.dst for e in broad.edges} | {e.src for e in broad.edges}
+    reached_broad = {films.documents[films.nodes[c.node_id].doc].file_name for c in broad.components}
+    reached_narrow = {films.documents[films.nodes[c.node_id].doc].file_name for c in narrow.components}
+    assert BRIDGE_DOC in reached_broad and BRIDGE_DOC not in reached_narrow
+    assert _docs(films, broad_hits).index(BRIDGE_DOC) < _docs(films, narrow_hits).index(BRIDGE_DOC)
+
+
+def test_narrow_keeps_the_edges_among_the_matched_entities(service, films):
+    _hits, trace = _run(service, films, "mmgraph", params={"top_entities": 4, "broad": 0})
+    step = next(s for s in trace.steps if isinstance(s, EntityStep))
+    matched = {e.node_id for e in step.entities}
+    assert step.edges, "expected a relation among the matched entities"
+    assert all(e.src in matched and e.dst in matched for e in step.edges)
+
+
+def test_trace_round_trips_through_json(service, films):
+    hits, trace = _run(service, films, "mmgraph", top_k=4)
+    data = json.loads(trace.model_dump_json())
+    again = Trace.model_validate(data)
+    assert again == trace
+    step = next(s for s in again.steps if isinstance(s, EntityStep))
+    assert step.entities and step.edges and step.components
+    assert all(e.relation for e in step.edges)
+    assert trace.params["top_entities"] == 10 and trace.params["broad"] == 1
+    assert len({h.node_id for h in hits}) == len(hits) == 4
+
+
+def test_without_entities_it_is_the_hybrid_ranking_and_says_so(service):
+    plain = build_corpus(service, FILMS, with_entities=False, titles=TITLES)
+    assert plain.layers["entities"].ids == []
+    hits, trace = _run(service, plain, "mmgraph", params={"alpha": 0.5})
+    hybrid, _ = _run(service, plain, "hybrid")
+    assert [h.node_id for h in hits] == [h.node_id for h in hybrid]
+    assert any("no entities" in note for note in trace.notes)
+    assert isinstance(trace.steps[0], EntityStep) and trace.steps[0].entities == []
