@@ -77,8 +77,8 @@ class RulesBackend:
         self.usage.tasks[task] = self.usage.tasks.get(task, 0) + 1
         if task == "answer":
             return self._answer(payload["question"], payload["evidence"], float(payload.get("threshold", 0.35)))
-        if not RULE_TASKS:
-            _load_rule_tasks()
+        if task not in RULE_TASKS:
+            _load_rule_tasks()  # importing one strategy's rules must not hide the others'
         fn = RULE_TASKS.get(task)
         if fn is None:
             raise ValueError(f"The rules backend has no task '{task}'.")
