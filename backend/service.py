@@ -112,7 +112,7 @@ class Service:
         else:
             device = "CPU"
         faiss_dev = "FAISS GPU" if gpu_available(self.settings.index.use_gpu_faiss) else "FAISS CPU"
-        return f"{device}, {faiss_dev}, encoders {enc.name} + {self.encoders.sub.name} (subcomponents), LLM backend {self.settings.reader.llm_backend}"
+        return f"{device}, {faiss_dev}, encoders {enc.name} + {self.encoders.sub.name} (subcomponents), LLM backend {self.llm().name}"
 
     def methods(self) -> list[MethodInfo]:
         out = []
@@ -231,6 +231,7 @@ class Service:
         trace = Trace(method=method, llm_backend=llm.name)
         hits = retriever.retrieve(question, top_k, params, trace)
         trace.llm_calls, trace.llm_tokens = llm.usage.snapshot()
+        trace.notes.extend(n for n in getattr(llm.usage, "notes", []) if n not in trace.notes)
         timings["retrieve"] = round((time.perf_counter() - t) * 1000, 2)
         t = time.perf_counter()
         packer = TokenBudgetPacker(corpus, self.encoder.count_tokens, self.settings.reader.associates_per_anchor)
