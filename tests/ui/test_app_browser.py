@@ -9,131 +9,26 @@ Screenshots of each step go to test-artifacts/ (git-ignored) for a human to look
 
 from __future__ import annotations
 
-import os
-import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-sync_api = pytest.importorskip("playwright.sync_api")
-pymupdf = pytest.importorskip("pymupdf")
-
-REPO = Path(__file__).resolve().parents[2]
-SHARED = REPO.parent / "shared"
-ARTIFACTS = REPO / "test-artifacts"
-SAMPLE_BRIEF = REPO / "sample_corpus" / "policy_brief.pdf"
-BENCH_CORPUS = SHARED / "bench" / "dev-tatqa-pdf" / "corpus"
-CHROMIUM = shutil.which("chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-    "--disable-component-update",
-]
-SERVER_START_TIMEOUT_S = 240  # encoder load + building the sample workspace from 4 PDFs
-INGEST_TIMEOUT_MS = 120_000
-UI_TIMEOUT_MS = 30_000
-SCRIPT_PAYLOAD = "<script>window.__xss=1</script>"
-IMG_PAYLOAD = '<img src=x onerror="window.__xss=2">'
-FILLER = (
-    "Field teams measured shade, surface temperature and soil moisture on each street twice a month. "
-    "The readings were checked against the city weather station and corrected for drift. "
+from tests.ui.helpers import (
+    BROWSER_MARKS,
+    BENCH_CORPUS,
+    FILLER,
+    IMG_PAYLOAD,
+    INGEST_TIMEOUT_MS,
+    SAMPLE_BRIEF,
+    SCRIPT_PAYLOAD,
+    _open_session,
+    _open_tab,
+    _shot,
+    pymupdf,
+    sync_api,
 )
 
-sync_api.expect.set_options(timeout=UI_TIMEOUT_MS)
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium is not installed (apt-get install chromium)"),
-]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _log_tail(path: Path, chars: int = 4000) -> str:
-    return path.read_text(errors="replace")[-chars:] if path.exists() else ""
-
-
-def _shot(page, name: str) -> None:
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"ui_{name}.png"), full_page=True)
-
-
-# ---------------------------------------------------------------- fixtures
-
-
-@pytest.fixture(scope="module")
-def app_url(tmp_path_factory):
-    root = tmp_path_factory.mktemp("strata_app")
-    port = _free_port()
-    env = dict(
-        os.environ,
-        GRADIO_SERVER_PORT=str(port),
-        GRADIO_SERVER_NAME="127.0.0.1",
-        GRADIO_ANALYTICS_ENABLED="False",
-        STRATA_WORKSPACE_ROOT=str(root / "workspaces"),
-        GRADIO_TEMP_DIR=str(root / "gradio_tmp"),
-        PYTHONUNBUFFERED="1",
-    )
-    log_path = root / "app.log"
-    log = log_path.open("wb")
-    proc = subprocess.Popen([sys.executable, "app.py"], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/"
-    try:
-        deadline = time.monotonic() + SERVER_START_TIMEOUT_S
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"app.py exited with code {proc.returncode} before serving:\n{_log_tail(log_path)}")
-            try:
-                with urllib.request.urlopen(url, timeout=2) as resp:
-                    if resp.status == 200:
-                        break
-            except (urllib.error.URLError, OSError):
-                pass  # not listening yet
-            if time.monotonic() > deadline:
-                pytest.fail(f"app.py did not answer on {url} within {SERVER_START_TIMEOUT_S} s:\n{_log_tail(log_path)}")
-            time.sleep(0.5)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-        log.close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
-
-
-def _open_session(browser, url: str):
-    """A fresh browser context (= a new Strata session) with the library loaded."""
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
-    context.set_default_timeout(UI_TIMEOUT_MS)
-    page = context.new_page()
-    page.page_errors = []  # uncaught JS errors of the page
-    page.on("pageerror", lambda err: page.page_errors.append(str(err)))
-    page.goto(url)
-    # The session workspace is a copy of the sample workspace: its documents are listed once loaded.
-    sync_api.expect(page.locator("#documents-table")).to_contain_text("policy_brief.pdf", timeout=UI_TIMEOUT_MS)
-    return context, page
-
-
-def _open_tab(page, name: str) -> None:
-    page.get_by_role("tab", name=name).click()
+pytestmark = BROWSER_MARKS
 
 
 def _upload_and_ingest(page, files: list[Path], shot_name: str) -> None:

@@ -1,0 +1,87 @@
+"""Shared pieces of the browser tests: paths, chromium flags, timeouts, screenshots, sessions.
+The app server and the browser are session fixtures in conftest.py, started once for every
+browser test module."""
+
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+import pymupdf
+
+try:
+    from playwright import sync_api
+except ImportError:  # the browser tests skip; the rest of the suite still runs
+    sync_api = None
+
+REPO = Path(__file__).resolve().parents[2]
+SHARED = REPO.parent / "shared"
+ARTIFACTS = REPO / "test-artifacts"
+SAMPLE_BRIEF = REPO / "sample_corpus" / "policy_brief.pdf"
+BENCH_CORPUS = SHARED / "bench" / "dev-tatqa-pdf" / "corpus"
+CHROMIUM = shutil.which("chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
+    "--disable-component-update",
+]
+SERVER_START_TIMEOUT_S = 240  # encoder load + building the sample workspace from 4 PDFs
+INGEST_TIMEOUT_MS = 120_000
+UI_TIMEOUT_MS = 30_000
+SCRIPT_PAYLOAD = "<script>window.__xss=1</script>"
+IMG_PAYLOAD = '<img src=x onerror="window.__xss=2">'
+FILLER = (
+    "Field teams measured shade, surface temperature and soil moisture on each street twice a month. "
+    "The readings were checked against the city weather station and corrected for drift. "
+)
+
+if sync_api is not None:
+    sync_api.expect.set_options(timeout=UI_TIMEOUT_MS)
+BROWSER_MARKS = [
+    pytest.mark.slow,
+    pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium is not installed (apt-get install chromium)"),
+    pytest.mark.skipif(sync_api is None, reason="playwright is not installed (pip install -r requirements-test.txt)"),
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _log_tail(path: Path, chars: int = 4000) -> str:
+    return path.read_text(errors="replace")[-chars:] if path.exists() else ""
+
+
+def _shot(page, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"ui_{name}.png"), full_page=True)
+
+
+
+
+def _open_session(browser, url: str):
+    """A fresh browser context (= a new Strata session) with the library loaded."""
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    context.set_default_timeout(UI_TIMEOUT_MS)
+    page = context.new_page()
+    page.page_errors = []  # uncaught JS errors of the page
+    page.on("pageerror", lambda err: page.page_errors.append(str(err)))
+    page.goto(url)
+    # The session workspace is a copy of the sample workspace: its documents are listed once loaded.
+    sync_api.expect(page.locator("#documents-table")).to_contain_text("policy_brief.pdf", timeout=UI_TIMEOUT_MS)
+    return context, page
+
+
+def _open_tab(page, name: str) -> None:
+    page.get_by_role("tab", name=name).click()
