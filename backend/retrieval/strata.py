@@ -13,9 +13,10 @@
    documents routing would drop keep a place.
 4. LILaC partners, both modes. The question is decomposed (rules or the LLM); for the leading
    results, the components one link away in another document are scored by late interaction
-   against the subqueries, and the best one comes right after its anchor (unless a multi-part
-   question's subqueries gain nothing from it): the second hop of a bridge question lands next
-   to the first (dev-hotpot-pdf).
+   against the subqueries, and the best ones come right after their anchor when they add to
+   some subquery's best match, or, in a linked corpus (link share >= 0.25: 0.44 of hotpot's
+   Wikipedia pages are linked, 0.10 of mmlongbench's reports), on the strength of the link
+   alone: the second hop of a bridge question lands next to the first.
 
 What it does not do: call an LLM beyond the decomposition, or rerank pages.
 """
@@ -31,6 +32,7 @@ from backend.retrieval.hikey import HiKEYRetriever
 from backend.retrieval.hybrid import HybridRetriever
 from backend.retrieval.lilac import LateInteraction, component_neighbours, decompose
 from backend.types import (
+    EdgeKind,
     BeamStep,
     DecomposeStep,
     FuseStep,
@@ -66,6 +68,17 @@ def template_share(corpus) -> float:
     return share
 
 
+def link_share(corpus) -> float:
+    """Fraction of documents joined to another document of the corpus by a link (either end)."""
+    cached = getattr(corpus, "_link_share", None)
+    if cached is not None:
+        return cached
+    linked = {n for e in corpus.edges if e.kind == EdgeKind.DOC_LINK for n in (e.src, e.dst)}
+    share = len(linked & set(corpus.documents)) / max(1, len(corpus.documents))
+    corpus._link_share = share
+    return share
+
+
 def spread_over_documents(corpus, ranked: list[ScoredNode], per_doc: int) -> list[ScoredNode]:
     """The first `per_doc` units of every document in rank order, then the rest; scores are
     clipped so they stay non-increasing."""
@@ -88,6 +101,7 @@ class StrataRetriever(Retriever):
     params = (
         ParamSpec("template_share", 0.3, 0.0, 1.0, "Template share at and above which the corpus is treated as boilerplate filings."),
         ParamSpec("per_doc_first", 1, 1, 10, "Template corpora: units per document before any document gets more."),
+        ParamSpec("link_share", 0.25, 0.0, 1.0, "Share of linked documents at and above which a link alone earns a partner its place."),
         ParamSpec("partners", 2, 0, 5, "Linked components placed after each anchor (0: no graph walk)."),
         ParamSpec("partner_depth", 10, 0, 50, "How many leading results get a partner."),
         ParamSpec("per_doc", 3, 1, 50, "Components of a linked document considered as partners."),
@@ -103,7 +117,10 @@ class StrataRetriever(Retriever):
             return []
         share = template_share(corpus)
         template = share >= self.param(params, "template_share")
+        links = link_share(corpus)
+        linked_corpus = links >= self.param(params, "link_share")
         trace.params.update({"template_share": round(share, 4), "mode": "template" if template else "hikey",
+                             "link_share": round(links, 4),
                              "partners": n_partners, "partner_depth": depth, "per_doc": per_doc})
         k = max(top_k, depth)
         if template:
@@ -176,8 +193,10 @@ class StrataRetriever(Retriever):
                                                          score=round(float(max(best[a, q], best[u, q])), 4)) for q in range(best.shape[1])],
                                   one_sided=bool(gains[j] <= 0))
                 edges.append(edge)
-                if gains[j] <= 0 and len(subqueries) > 1:
-                    continue  # the partner adds nothing any subquery needs
+                if gains[j] <= 0 and (len(subqueries) > 1 or not linked_corpus):
+                    # The partner adds nothing any subquery needs. In a linked corpus (a wiki) a
+                    # one-part question may still hide a hop, so there the link alone is reason enough.
+                    continue
                 placed += 1
                 seen.add(ga.comp_ids[u])
                 partners_found.append(ga.comp_ids[u])
