@@ -1,0 +1,330 @@
+"""FiF on tiny linked PDFs where the right answer is known: history-aware backtracking after a
+trap link, the near-miss escalation, the cost ladder, the step and LLM-call budgets, the trace as
+data, determinism; and the rules behind the prompts.
+
+The PDFs are drawn with PyMuPDF, linked with file (Launch) links as the hotpot corpus is, and
+ingested with the session service. Tests that check the agent's exact route fix the plan with a
+scripted `decompose` (the shared decomposition belongs to LILaC); one test runs the real one.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pymupdf
+import pytest
+
+from backend.llm.base import LLMUsage
+from backend.llm.rules import RulesBackend
+from backend.llm.rules_fif import LADDER, bridge_entities, compose, entity_spans, evaluate, orchestrate
+from backend.retrieval.fif import FiFRetriever, strategy_of
+from backend.types import AgentStep, DecomposeStep, Trace
+
+# The film's page names its star first; the star's mention is a trap link to the soundtrack page,
+# which never names him. The director's link is right.
+TRAP_DOCS: dict[str, tuple[str, list[str], list[tuple[str, str]]]] = {
+    "Night_Harbor.pdf": (
+        "Night Harbor",
+        ["Night Harbor is a 1961 drama film starring Tom Reyes. It was directed by Elena Marsh."],
+        [("Tom Reyes", "Night_Harbor_Soundtrack.pdf"), ("Elena Marsh", "Elena_Marsh.pdf")],
+    ),
+    "Night_Harbor_Soundtrack.pdf": (
+        "Night Harbor Soundtrack",
+        ["The soundtrack album of the drama was released on vinyl by Tidewater Records with twelve songs."],
+        [],
+    ),
+    "Elena_Marsh.pdf": ("Elena Marsh", ["Elena Marsh is a film director. She was born in the city of Vellmar in 1920."], []),
+    "Harbor_Lights.pdf": ("Harbor Lights", ["Harbor Lights is a 1950 musical film set in a small fishing town."], []),
+    "Coastal_Film_Festival.pdf": (
+        "Coastal Film Festival", ["The Coastal Film Festival shows drama films every autumn in the old harbor."], []),
+}
+TRAP_QUESTION = "In which city was the director of the film Night Harbor born?"
+TRAP_PLAN = [{"text": "the director of the film Night Harbor", "depends_on": []},
+             {"text": "In which city was the director born", "depends_on": [0]}]
+
+# The film's page links only to its poster page, which mentions the director but is not his page.
+NEAR_MISS_DOCS: dict[str, tuple[str, list[str], list[tuple[str, str]]]] = {
+    "Blue_Canal.pdf": (
+        "Blue Canal",
+        ["Blue Canal is a 1975 thriller film with a famous poster. It was directed by Ivo Brandt."],
+        [("poster", "Blue_Canal_Poster.pdf")],
+    ),
+    "Blue_Canal_Poster.pdf": ("Blue Canal Poster", ["The poster of the thriller was drawn by the brother of Ivo Brandt."], []),
+    "Ivo_Brandt.pdf": ("Ivo Brandt", ["Ivo Brandt is a Danish director. He was born in the town of Kestrel in 1931."], []),
+    "Green_Canal.pdf": ("Green Canal", ["Green Canal is a 1980 comedy film about two sailors."], []),
+}
+NEAR_MISS_QUESTION = "Where was the director of the film Blue Canal born?"
+NEAR_MISS_PLAN = [{"text": "the director of the film Blue Canal", "depends_on": []},
+                  {"text": "Where was the director born", "depends_on": [0]}]
+TIGHT = {"docs_per_hop": 2, "units_per_hop": 2}
+
+
+def _make_pdf(path: Path, title: str, paragraphs: list[str], links: list[tuple[str, str]]) -> None:
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_text((54, 80), title, fontsize=20, fontname="helv")
+    y = 110
+    for para in paragraphs:
+        page.insert_textbox(pymupdf.Rect(54, y, 558, y + 80), para, fontsize=11, fontname="helv")
+        y += 90
+    for mention, target in links:
+        page.insert_link({"kind": pymupdf.LINK_LAUNCH, "file": target, "from": page.search_for(mention)[0]})
+    doc.set_metadata({"title": title})
+    doc.set_toc([[1, title, 1]])
+    doc.save(path)
+    doc.close()
+
+
+def _ingest(service, strata_settings, tmp_path_factory, name: str, docs):
+    folder = tmp_path_factory.mktemp(f"{name}_pdfs")
+    for file_name, (title, paragraphs, links) in docs.items():
+        _make_pdf(folder / file_name, title, paragraphs, links)
+    ws = strata_settings.workspace_root / name
+    report = service.ingest(ws, sorted(folder.glob("*.pdf")))
+    assert not report.failed, [(f.file_name, f.reason) for f in report.failed]
+    return service.corpus(ws)
+
+
+@pytest.fixture(scope="module")
+def trap(service, strata_settings, tmp_path_factory):
+    return _ingest(service, strata_settings, tmp_path_factory, "fif_trap", TRAP_DOCS)
+
+
+@pytest.fixture(scope="module")
+def near_miss(service, strata_settings, tmp_path_factory):
+    return _ingest(service, strata_settings, tmp_path_factory, "fif_near_miss", NEAR_MISS_DOCS)
+
+
+class ScriptedLLM:
+    """The rules backend behind a model's face: every task is one call costing tokens, as a model's
+    would, and `decompose` returns a fixed plan when one is given."""
+
+    name = "scripted"
+
+    def __init__(self, plan: list[dict[str, Any]] | None = None) -> None:
+        self.usage = LLMUsage()
+        self.plan = plan
+        self.rules = RulesBackend()
+        self.log: list[tuple[str, int]] = []  # (task, tokens) per call
+
+    def complete_json(self, task: str, prompt: str, payload: dict[str, Any], schema: dict[str, Any] | None = None) -> dict[str, Any]:
+        out = {"subqueries": self.plan} if task == "decompose" and self.plan else self.rules.complete_json(task, prompt, payload, schema)
+        tokens = (len(prompt) + len(json.dumps(out))) // 4
+        self.usage.calls += 1
+        self.usage.tasks[task] = self.usage.tasks.get(task, 0) + 1
+        self.usage.prompt_tokens += tokens
+        self.log.append((task, tokens))
+        return out
+
+
+def _run(service, corpus, query: str, params: dict | None = None, llm=None, top_k: int = 5):
+    retriever = service.retriever("fif", corpus, llm)
+    trace = Trace(method="fif", llm_backend=retriever.llm.name)
+    return retriever.retrieve(query, top_k, dict(params or {}), trace), trace
+
+
+def _doc(corpus, node_id: str) -> str:
+    return corpus.documents[corpus.nodes[node_id].doc].file_name
+
+
+def _agent(trace: Trace) -> list[AgentStep]:
+    return [s for s in trace.steps if isinstance(s, AgentStep)]
+
+
+def _rung(step: AgentStep) -> tuple[str, int, str]:
+    return step.strategy.hop, step.strategy.granularity, step.strategy.reasoning
+
+
+LADDER_STRATEGIES = [_rung(AgentStep(step=0, action="traverse", strategy=strategy_of(*r))) for r in LADDER]
+
+
+# ---------------------------------------------------------------- the agent on linked PDFs
+
+
+def test_trap_link_fails_then_backtracks_to_the_successful_step_and_succeeds(service, trap):
+    hits, trace = _run(service, trap, TRAP_QUESTION, TIGHT, ScriptedLLM(TRAP_PLAN))
+    steps = [s for s in _agent(trace) if s.action == "traverse"]
+    first, trapped, recovered = steps[0], steps[1], steps[2]
+    assert first.outcome == "success" and _doc(trap, first.found[0].node_id) == "Night_Harbor.pdf"
+    # Hop 2 follows the most likely entity (the star) along its link: the soundtrack page never names him.
+    assert trapped.outcome == "failure" and "Tom Reyes" in trapped.subquery and _rung(trapped) == ("local", 0, "none")
+    assert "Night_Harbor_Soundtrack.pdf" in [_doc(trap, f.node_id) for f in trapped.found]
+    assert "dead end" in trapped.reason
+    # Hop 3 re-anchors to hop 1 (not to the dead end it just reached) with the next candidate entity.
+    assert recovered.backtrack_to == first.step and recovered.outcome == "success"
+    assert "Elena Marsh" in recovered.subquery and _rung(recovered) == ("local", 0, "none")
+    assert recovered.anchor == [trap.nodes[first.found[0].node_id].doc, trap.nodes[first.found[1].node_id].doc]
+    assert _doc(trap, recovered.found[0].node_id) == "Elena_Marsh.pdf"
+    # Both hops of the chain lead the final ranking; the dead end does not.
+    assert [_doc(trap, h.node_id) for h in hits[:2]] == ["Night_Harbor.pdf", "Elena_Marsh.pdf"]
+    assert _agent(trace)[-1].action == "stop" and "2/2 subqueries answered" in _agent(trace)[-1].reason
+
+
+def test_without_the_history_the_naive_anchor_would_be_the_dead_end(service, trap):
+    """The re-anchoring is real: the documents the failed hop reached are not where hop 3 starts."""
+    _, trace = _run(service, trap, TRAP_QUESTION, TIGHT, ScriptedLLM(TRAP_PLAN))
+    steps = [s for s in _agent(trace) if s.action == "traverse"]
+    dead_end_docs = {trap.nodes[f.node_id].doc for f in steps[1].found}
+    assert set(steps[2].anchor) != dead_end_docs
+    assert trap.nodes[steps[0].found[0].node_id].doc in steps[2].anchor
+
+
+def test_a_near_miss_keeps_the_entity_and_escalates_local_to_global(service, near_miss):
+    hits, trace = _run(service, near_miss, NEAR_MISS_QUESTION, TIGHT, ScriptedLLM(NEAR_MISS_PLAN))
+    steps = [s for s in _agent(trace) if s.action == "traverse"]
+    assert [s.outcome for s in steps] == ["success", "failure", "success"]
+    local, wide = steps[1], steps[2]
+    assert _rung(local) == ("local", 0, "none") and "near miss" in local.reason
+    assert [_doc(near_miss, f.node_id) for f in local.found] == ["Blue_Canal_Poster.pdf"]
+    assert _rung(wide) == ("global", 0, "none") and wide.subquery == local.subquery == "Where was Ivo Brandt born"
+    assert _doc(near_miss, wide.found[0].node_id) == "Ivo_Brandt.pdf"
+    assert {_doc(near_miss, h.node_id) for h in hits[:2]} == {"Blue_Canal.pdf", "Ivo_Brandt.pdf"}
+
+
+def test_escalation_follows_the_cost_ladder(service, trap):
+    """A subquery nothing answers climbs every rung once, cheapest first (no anchor: no local rung)."""
+    _, trace = _run(service, trap, "Where did Zorblax Quintavern study?", {}, ScriptedLLM())
+    steps = [s for s in _agent(trace) if s.action == "traverse"]
+    first_subquery = [s for s in steps if s.subquery == steps[0].subquery]
+    assert [_rung(s) for s in first_subquery] == [r for r in LADDER_STRATEGIES if r[0] == "global"]
+    assert all(s.outcome == "failure" for s in first_subquery)
+    costs = [s.llm_calls for s in first_subquery]
+    assert costs == [2, 2, 2, 3, 4], "orchestrator + evaluator, plus the component and document selections"
+    plan = next(s for s in _agent(trace) if s.action == "plan")
+    assert plan.step == len(first_subquery) + 1, "PLAN comes once the ladder is spent"
+
+
+def test_the_step_budget_is_respected(service, trap):
+    for max_steps in (1, 2, 3):
+        _, trace = _run(service, trap, "Where did Zorblax Quintavern study?", {"max_steps": max_steps}, ScriptedLLM())
+        acting = [s for s in _agent(trace) if s.action != "stop"]
+        assert len(acting) == max_steps
+        assert _agent(trace)[-1].action == "stop" and "step budget" in _agent(trace)[-1].reason
+
+
+@pytest.mark.parametrize("budget", [3, 6, 9, 14])
+def test_the_llm_call_budget_is_respected(service, trap, budget):
+    llm = ScriptedLLM()
+    hits, trace = _run(service, trap, "Where did Zorblax Quintavern study?", {"max_llm_calls": budget}, llm)
+    assert hits, "at least one hop fits, and the rules reranker ranks memory when no call is left"
+    assert llm.usage.calls <= budget
+    # Every call is charged: the initial plan's to nobody, every other one to the step it led to.
+    assert llm.log[0][0] == "decompose"
+    assert sum(s.llm_calls for s in _agent(trace)) == llm.usage.calls - 1
+    assert sum(s.llm_tokens for s in _agent(trace)) == llm.usage.tokens - llm.log[0][1]
+    # The budget cuts the ladder short, it never reorders it, and the stop says why.
+    rungs = [_rung(s) for s in _agent(trace) if s.action == "traverse"]
+    assert rungs == [r for r in LADDER_STRATEGIES if r[0] == "global"][: len(rungs)]
+    assert "LLM call budget" in _agent(trace)[-1].reason
+
+
+def test_llm_reasoning_rungs_run_when_the_budget_allows(service, trap):
+    llm = ScriptedLLM()
+    _, trace = _run(service, trap, "Where did Zorblax Quintavern study?", {"max_llm_calls": 100}, llm)
+    assert {s.strategy.reasoning for s in _agent(trace) if s.strategy} == {"none", "component", "both"}
+    assert llm.usage.tasks.get("fif_select_docs") and llm.usage.tasks.get("fif_select_components")
+
+
+def test_trace_round_trips_through_json(service, trap):
+    hits, trace = _run(service, trap, TRAP_QUESTION, TIGHT, ScriptedLLM(TRAP_PLAN))
+    again = Trace.model_validate_json(trace.model_dump_json())
+    assert again == trace
+    assert isinstance(trace.steps[0], DecomposeStep) and [s.text for s in trace.steps[0].subqueries] == [p["text"] for p in TRAP_PLAN]
+    step = next(s for s in again.steps if isinstance(s, AgentStep) and s.backtrack_to is not None)
+    assert step.strategy is not None and step.anchor and step.llm_calls > 0 and step.llm_tokens > 0
+    assert trace.params["max_steps"] == 8 and trace.params["docs_per_hop"] == 2
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+def test_rules_are_deterministic_and_find_both_hops_with_the_shared_decomposition(service, trap):
+    first, trace1 = _run(service, trap, TRAP_QUESTION, TIGHT)
+    second, trace2 = _run(service, trap, TRAP_QUESTION, TIGHT)
+    assert first == second and trace1 == trace2
+    assert {_doc(trap, h.node_id) for h in first[:2]} == {"Night_Harbor.pdf", "Elena_Marsh.pdf"}
+    assert all(s.llm_calls == 0 and s.seconds == 0.0 for s in _agent(trace1)), "rules make no model calls"
+
+
+def test_scores_at_each_granularity_are_the_max_over_descendants(service, trap):
+    retriever = service.retriever("fif", trap)
+    retriever.retrieve("drama film", 3, {}, Trace(method="fif"))  # sets up the per-question state
+    view = retriever.view
+    text = "born in the city of Vellmar"
+    own = retriever.comp_scores(text, 1)
+    by_sentence = retriever.comp_scores(text, 2)
+    sub = retriever._scores(text).sub
+    for d in view.doc_ids:
+        comps = [view.comp_row[c] for c in trap.components_by_doc[d]]
+        subs = [trap.layers["subcomponents"].dense.row[s] for c in trap.components_by_doc[d] for s in trap.subcomponents(c)]
+        assert retriever.doc_scores(text, 1)[view.doc_row[d]] == pytest.approx(max(own[r] for r in comps))
+        assert retriever.doc_scores(text, 2)[view.doc_row[d]] == pytest.approx(max(sub[r] for r in subs))
+        for c in trap.components_by_doc[d]:
+            rows = [trap.layers["subcomponents"].dense.row[s] for s in trap.subcomponents(c)]
+            assert by_sentence[view.comp_row[c]] == pytest.approx(max(sub[r] for r in rows))
+    best = int(np.argmax(retriever.doc_scores(text, 2)))
+    assert trap.documents[view.doc_ids[best]].file_name == "Elena_Marsh.pdf"
+
+
+# ---------------------------------------------------------------- the rules behind the prompts
+
+
+def test_rules_compose_a_dependent_subquery_with_the_bridge_entity():
+    assert compose("In which city was the director born", "Elena Marsh", "the director of the film Night Harbor") == \
+        "In which city was Elena Marsh born"
+    assert compose("(i) co-founder media outlet", "The Conversation") == "The Conversation co-founder media outlet"
+    assert compose("What year was it released", "Heat", "") == "Heat What year was it released"
+    assert entity_spans('What government position was held by the woman who portrayed Corliss Archer in "Kiss and Tell"?') == \
+        ["Corliss Archer", "Kiss and Tell"]
+
+
+def test_rules_read_bridge_entities_from_evidence():
+    unit = {"title": "Kiss and Tell (1945 film)", "links": ["Shirley Temple"],
+            "text": "Kiss and Tell is a 1945 American comedy film starring then 17-year-old Shirley Temple as Corliss Archer."}
+    assert bridge_entities("the woman who portrayed Corliss Archer in the film Kiss and Tell", unit)[0] == "Shirley Temple"
+    # A page the subtask only describes is itself the answer.
+    page = {"title": "Cressida Bonas", "links": [], "text": "Cressida Bonas is the youngest daughter of Lady Mary-Gaye Curzon."}
+    assert bridge_entities("The youngest daughter of Lady Mary-Gaye Curzon", page)[0] == "Cressida Bonas"
+
+
+def test_rules_evaluator_tells_a_dead_end_from_a_near_miss_and_a_hit():
+    base = {"original_query": TRAP_QUESTION, "subtask_query": "In which city was Tom Reyes born", "subtask_index": 1,
+            "entity": "Tom Reyes", "subtasks": [], "min_coverage": 0.5, "min_score": 0.3}
+    soundtrack = {"filename": "S.pdf", "title": "Night Harbor Soundtrack", "text": "The album was released on vinyl.", "score": 0.9}
+    mention = {"filename": "P.pdf", "title": "Poster", "text": "The poster was drawn by a friend of Tom Reyes.", "score": 0.9}
+    own = {"filename": "T.pdf", "title": "Tom Reyes", "text": "Tom Reyes is an actor.", "score": 0.9}
+    assert evaluate({**base, "candidates": [soundtrack]})["dead_end"] is True
+    near = evaluate({**base, "candidates": [mention]})
+    assert near["status"] == "not answerable" and near["dead_end"] is False
+    assert evaluate({**base, "candidates": [mention, own]})["status"] == "answerable"
+    weak = {**own, "score": 0.1}
+    assert evaluate({**base, "candidates": [weak]})["status"] == "not answerable", "below the score threshold"
+
+
+def _tried(rungs: range) -> list[dict[str, Any]]:
+    keys = ("document_search_mode", "component_search_mode", "vector_granularity")
+    return [{"step": i + 1, "action": "traverse", "subtask": 0, "entity": None, "anchor": None, "outcome": "failure",
+             "dead_end": False, "evidence": [], "strategy": dict(zip(keys, LADDER[r]))} for i, r in enumerate(rungs)]
+
+
+def test_rules_orchestrator_pays_for_each_rung_and_stops_when_it_cannot():
+    subtasks = [{"index": 0, "text": "Where did Zorblax Quintavern study", "status": "open", "depends_on": []}]
+    ask = {"query": "q", "subtasks": subtasks, "steps_left": 5}
+    assert orchestrate({**ask, "memory": [], "steps_left": 0})["action"]["next_action"] == "stop"
+    assert orchestrate({**ask, "memory": [], "llm_calls_left": 0})["action"]["reason"] == "LLM call budget spent"
+    vector_rungs_spent = _tried(range(1, 4))
+    component = orchestrate({**ask, "memory": vector_rungs_spent, "llm_calls_left": 2})["action"]
+    assert (component["document_search_mode"], component["component_search_mode"]) == ("vector search", "llm reasoning")
+    too_poor = orchestrate({**ask, "memory": vector_rungs_spent, "llm_calls_left": 1})["action"]
+    assert too_poor["next_action"] == "stop" and "budget" in too_poor["reason"]
+    both = orchestrate({**ask, "memory": _tried(range(1, 5)), "llm_calls_left": 3})["action"]
+    assert (both["document_search_mode"], both["component_search_mode"]) == ("llm reasoning", "llm reasoning")
+    spent = orchestrate({**ask, "memory": _tried(range(1, 6)), "llm_calls_left": 50})["action"]
+    assert spent["next_action"] == "replan", "every rung failed: the plan is the problem"
+
+
+def test_fif_is_registered_with_bounded_parameters():
+    names = {p.name for p in FiFRetriever.params}
+    assert {"max_steps", "max_llm_calls"} <= names
+    assert FiFRetriever.name == "fif"
