@@ -100,11 +100,7 @@ def _load_all() -> None:
     import importlib
 
     for module in ("bm25", "dense", "hybrid", "hikey", "lilac", "fif", "mirag", "mmgraph", "strata"):
-        try:
-            importlib.import_module(f"backend.retrieval.{module}")
-        except ModuleNotFoundError as exc:  # a strategy not written yet
-            if exc.name != f"backend.retrieval.{module}":
-                raise
+        importlib.import_module(f"backend.retrieval.{module}")
 
 
 def minmax(x: np.ndarray) -> np.ndarray:

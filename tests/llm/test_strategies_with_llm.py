@@ -24,10 +24,10 @@ SERVER_SUBQUERIES = [
 
 
 def scripted(req: Request) -> Reply:
-    prompt = req.body["messages"][-1]["content"]
-    if isinstance(prompt, list):  # content parts (images)
-        prompt = " ".join(p.get("text", "") for p in prompt if isinstance(p, dict))
-    if "query decomposer" in prompt:
+    """Decompositions (any prompt whose schema asks for "subqueries": LILaC's decomposer, FiF's
+    planner) get the server's plan; every other task gets prose."""
+    schema = req.body["messages"][0]["content"]
+    if '"subqueries"' in schema:
         return Reply(body=completion(json.dumps({"subqueries": SERVER_SUBQUERIES})))
     return Reply(body=completion("Let me think about that in prose instead of JSON."))
 
