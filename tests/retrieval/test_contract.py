@@ -28,7 +28,7 @@ def _retrieve(corpus, service, method: str, query: str, top_k: int, params: dict
 
 
 def test_the_registry_is_not_empty():
-    assert {"bm25", "dense", "hybrid", "hikey"} <= set(METHODS)
+    assert {"bm25", "dense", "hybrid", "hikey", "lilac", "fif", "mirag", "mmgraph", "strata"} <= set(METHODS)
     assert len(METHODS) == len(set(METHODS))
 
 
