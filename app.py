@@ -6,11 +6,18 @@ otherwise (as on Hugging Face Spaces). Nothing else happens here: no parsing, no
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import logging
 
-import ui
-from backend.config import Settings
-from backend.service import Service
+# Hugging Face ZeroGPU: `spaces` patches torch and must be imported before anything touches CUDA
+# (the sample workspace below loads the encoder); ui/spaces_gpu.py then wraps the GPU callbacks.
+if importlib.util.find_spec("spaces") is not None:
+    importlib.import_module("spaces")
+
+import ui  # noqa: E402
+from backend.config import Settings  # noqa: E402
+from backend.service import Service  # noqa: E402
 
 log = logging.getLogger("strata.app")
 

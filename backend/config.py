@@ -137,6 +137,14 @@ class Settings(BaseSettings):
     workspace: Path | None = Field(None, description="Workspace the CLI uses when --workspace is not given.")
     load_sample: bool = Field(True, description="Build/load the sample corpus workspace at app start.")
     max_upload_files: int = Field(20, description="Most files accepted in one upload.")
+    bench_root: Path = Field(
+        Path("../shared/bench"),
+        description="Folder of benchmark collections (corpus/*.pdf + questions.jsonl) listed in the Evaluate and Compare "
+        "tabs; their corpora are ingested once into workspace_root/bench. Missing = none listed (a zip can still be uploaded).",
+    )
+    bench_max_unpacked_mb: float = Field(
+        500.0, description="Largest unpacked size of an uploaded benchmark zip, in MiB (bounds zip bombs)."
+    )
     log_level: str = Field("INFO", description="Logging level of the app and CLI (logs go to stderr).")
     ingest: IngestSettings = Field(default_factory=IngestSettings)
     index: IndexSettings = Field(default_factory=IndexSettings)

@@ -9,6 +9,7 @@ session are never visible to another.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import io
 import logging
 import shutil
@@ -18,8 +19,10 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from backend.config import Settings
-from backend.errors import EmptyCorpusError, StrataError, WorkspaceError
+from backend.config import LLMSettings, Settings
+from backend.errors import ConfigError, EmptyCorpusError, StrataError, WorkspaceError
+from backend.eval.gold import BenchQuestion, GoldRef, load_questions, parse_gold, result_hits
+from backend.eval.runner import EvalProgress, EvalReport, MetricRow, export_reports, list_benchmarks, metric_rows, run_eval, unpack_benchmark_zip
 from backend.graph.corpus import Corpus
 from backend.graph.store import WorkspaceStore
 from backend.index.encoders import EncoderSet, QueryCachingEncoder, TextEncoder, WordLlamaEncoder, build_encoders
@@ -27,6 +30,7 @@ from backend.index.image import ImageEncoder, build_image_encoder
 from backend.index.vector import gpu_available
 from backend.ingest.pipeline import Ingestor
 from backend.llm.base import LLMBackend
+from backend.llm.factory import BACKENDS as LLM_BACKENDS
 from backend.llm.factory import build_llm
 from backend.packing import TokenBudgetPacker
 from backend.reader import EvidenceReader
@@ -50,6 +54,7 @@ from backend.types import (
 
 log = logging.getLogger(__name__)
 
+MAX_COMPARE_METHODS = 4  # side-by-side columns still fit a laptop screen
 SAMPLE_DIR = Path(__file__).resolve().parent.parent / "sample_corpus"
 BLOCK_COLORS = {
     BlockKind.TITLE: "#7b2cbf",
@@ -212,7 +217,13 @@ class Service:
         top_k: int | None = None,
         params: dict | None = None,
         budget: int | None = None,
+        llm_backend: str | None = None,
+        llm_settings: LLMSettings | None = None,
     ) -> AskResult:
+        """Retrieve, pack and read. `llm_backend` (rules | openai | hf) overrides
+        settings.reader.llm_backend for this question only; None keeps the setting.
+        `llm_settings` (base URL, key, model, call budget ...) replaces settings.llm the same way,
+        so one browser session's LLM choice never reaches another's."""
         question = (question or "").strip()
         if not question:
             raise StrataError("The question is empty. Type a question about your documents.")
@@ -226,7 +237,7 @@ class Service:
             raise EmptyCorpusError("This workspace has no documents yet. Upload a PDF in the Library tab first.")
         timings: dict[str, float] = {}
         t = time.perf_counter()
-        llm = self.llm()
+        llm = self.llm(llm_backend, llm_settings)
         retriever = self.retriever(method, corpus, llm)
         trace = Trace(method=method, llm_backend=llm.name)
         hits = retriever.retrieve(question, top_k, params, trace)
@@ -248,9 +259,17 @@ class Service:
             llm_backend=llm.name, llm_calls=llm.usage.calls, llm_tokens=llm.usage.tokens,
         )
 
-    def llm(self) -> LLMBackend:
-        """A fresh backend per question, so its usage counts are that question's cost."""
-        return build_llm(self.settings)
+    def llm(self, backend: str | None = None, llm_settings: LLMSettings | None = None) -> LLMBackend:
+        """A fresh backend per question, so its usage counts are that question's cost. `backend`
+        (rules | openai | hf) overrides settings.reader.llm_backend; None keeps the setting.
+        `llm_settings` replaces settings.llm for this backend only (the shared settings stay as they are)."""
+        settings = self.settings if llm_settings is None else self.settings.model_copy(update={"llm": llm_settings})
+        if not backend or backend == settings.reader.llm_backend:
+            return build_llm(settings)
+        if backend not in LLM_BACKENDS:
+            raise ConfigError(f"Unknown LLM backend '{backend}'. Choose one of: {', '.join(LLM_BACKENDS)}.")
+        reader = settings.reader.model_copy(update={"llm_backend": backend})
+        return build_llm(settings.model_copy(update={"reader": reader}))
 
     def retriever(self, method: str, corpus: Corpus, llm: LLMBackend | None = None) -> Retriever:
         cls = get_retriever_class(method)
@@ -344,9 +363,141 @@ class Service:
         if path.parent != sessions:
             raise WorkspaceError(f"'{path}' is not a session workspace under '{sessions}'; it was not deleted.")
         with self._lock:
-            self._corpora.pop(path, None)
+            for key in [k for k in self._corpora if k.is_relative_to(path)]:  # its own and its evaluation workspaces
+                self._corpora.pop(key)
             lock = self._write_locks.pop(path, None) or threading.Lock()
         with lock:  # waits for an ingest into this workspace to finish
             if path.exists():
                 shutil.rmtree(path)
         log.info("removed session workspace %s", path.name)
+
+    # ---------------------------------------------------------------- compare + evaluate
+
+    def compare(
+        self,
+        workspace: Path,
+        question: str,
+        methods: list[str],
+        top_k: int | None = None,
+        params: dict[str, dict] | None = None,
+        budget: int | None = None,
+        llm_backend: str | None = None,
+        llm_settings: LLMSettings | None = None,
+    ) -> list[AskResult]:
+        """The same question through each method, in the order given (repeats dropped), one
+        AskResult per method. `params` maps a method name to its parameters."""
+        names = list(dict.fromkeys(m for m in methods or [] if m))
+        if not names:
+            raise StrataError("No method to compare. Pick two to four methods.")
+        if len(names) > MAX_COMPARE_METHODS:
+            raise StrataError(f"{len(names)} methods were picked; compare at most {MAX_COMPARE_METHODS} at once.")
+        for name in names:
+            get_retriever_class(name)  # an unknown name fails before any method runs
+        params = params or {}
+        return [
+            self.ask(workspace, question, name, top_k, params.get(name), budget, llm_backend=llm_backend, llm_settings=llm_settings)
+            for name in names
+        ]
+
+    @staticmethod
+    def parse_gold(text: str) -> list[GoldRef]:
+        """Gold evidence typed by a person ('report.pdf p.3', one per line) or pasted as JSON."""
+        return parse_gold(text)
+
+    @staticmethod
+    def gold_hits(results: list[ResultItem], gold: list[GoldRef]) -> list[bool]:
+        """Per ranked result: does it land on a gold page (doc + page, as ../shared/bench/score.py)?"""
+        return result_hits(results, gold)
+
+    def benchmark_folders(self) -> list[Path]:
+        """The benchmark collections under settings.bench_root (none when it does not exist)."""
+        return list_benchmarks(self.settings.bench_root)
+
+    def benchmark_questions(self, bench: Path, session_workspace: Path, limit: int | None = None) -> list[BenchQuestion]:
+        return load_questions(self._allowed_benchmark(bench, session_workspace), limit)
+
+    def unpack_benchmark(self, archive: Path, session_workspace: Path) -> Path:
+        """Unpack an uploaded zip of a benchmark folder into the session's workspace (it goes when
+        the session goes) and return the collection folder."""
+        dest = Path(session_workspace) / "eval" / "uploads"
+        return unpack_benchmark_zip(archive, dest, max_unpacked_mb=self.settings.bench_max_unpacked_mb)
+
+    def benchmark_workspace(self, bench: Path, session_workspace: Path) -> Path:
+        """Where a benchmark's corpus is ingested, apart from the user's documents: the collections
+        of bench_root (the same files for everyone) once under workspace_root/bench, an uploaded
+        collection inside the session's workspace."""
+        bench = self._allowed_benchmark(bench, session_workspace)
+        root = Path(self.settings.bench_root).resolve()
+        if bench.parent == root or bench == root:
+            return (self.settings.workspace_root / "bench" / bench.name).resolve()
+        digest = hashlib.sha1(str(bench).encode()).hexdigest()[:12]
+        return Path(session_workspace).resolve() / "eval" / "workspaces" / f"{bench.name}-{digest}"
+
+    def prepare_benchmark(
+        self, bench: Path, session_workspace: Path, progress: Callable[[ProgressEvent], None] | None = None
+    ) -> Path:
+        """Ingest a benchmark's corpus into its workspace (unchanged files are no-ops) and return it."""
+        bench = self._allowed_benchmark(bench, session_workspace)
+        workspace = self.benchmark_workspace(bench, session_workspace)
+        pdfs = sorted((bench / "corpus").glob("*.pdf"))
+        report = self.ingest(workspace, pdfs, progress)
+        if not report.ok:
+            raise StrataError(f"None of the {len(pdfs)} PDFs of '{bench.name}' could be ingested: {report.failed[0].reason}")
+        return workspace
+
+    def evaluate(
+        self,
+        bench: Path,
+        session_workspace: Path,
+        methods: list[str],
+        limit: int | None = None,
+        top_k: int = 30,
+        progress: Callable[[int, EvalProgress], None] | None = None,
+        budget: int | None = None,
+        llm_backend: str | None = None,
+        llm_settings: LLMSettings | None = None,
+    ) -> list[EvalReport]:
+        """Run each method over the benchmark (its corpus ingested once into its own workspace)
+        and score it; `progress` gets (index of the method, event)."""
+        names = list(dict.fromkeys(m for m in methods or [] if m))
+        if not names:
+            raise StrataError("No method to evaluate. Pick at least one method.")
+        for name in names:
+            get_retriever_class(name)
+        bench = self._allowed_benchmark(bench, session_workspace)
+        workspace = self.benchmark_workspace(bench, session_workspace)
+        reports = []
+        for i, name in enumerate(names):
+            reports.append(
+                run_eval(
+                    self.settings, workspace, bench, name, top_k=top_k, limit=limit, out_dir=workspace / "eval", service=self,
+                    progress=(lambda ev, i=i: progress(i, ev)) if progress else None, budget=budget,
+                    llm_backend=llm_backend, llm_settings=llm_settings,
+                )
+            )
+        return reports
+
+    @staticmethod
+    def eval_rows(reports: list[EvalReport], breakdown: str = "overall") -> list[MetricRow]:
+        """Metric rows per method: 'overall', or per 'modality' / 'hops' value."""
+        if breakdown not in ("overall", "modality", "hops"):
+            raise StrataError(f"Unknown breakdown '{breakdown}'. Use overall, modality or hops.")
+        return metric_rows(reports, breakdown)
+
+    @staticmethod
+    def export_eval(reports: list[EvalReport], session_workspace: Path) -> tuple[Path, Path]:
+        """The evaluation as CSV (metric rows) and JSON (rows + per-question records), in the session's workspace."""
+        if not reports:
+            raise StrataError("Nothing to export yet. Run an evaluation first.")
+        stem = f"{reports[0].collection}-{time.strftime('%Y%m%d-%H%M%S')}"
+        return export_reports(reports, Path(session_workspace) / "eval" / "exports", stem)
+
+    def _allowed_benchmark(self, bench: Path, session_workspace: Path) -> Path:
+        """`bench` resolved, when it is one of bench_root's collections or an upload of this session."""
+        path = Path(bench).resolve()
+        allowed = [Path(self.settings.bench_root).resolve(), (Path(session_workspace) / "eval" / "uploads").resolve()]
+        if not any(path.is_relative_to(root) for root in allowed):
+            raise WorkspaceError(f"'{Path(bench).name}' is not a listed benchmark or an upload of this session; pick one from the list.")
+        if not (path / "questions.jsonl").is_file() or not (path / "corpus").is_dir():
+            raise StrataError(f"'{path.name}' is not a benchmark folder: it needs corpus/*.pdf and questions.jsonl.")
+        return path

@@ -17,6 +17,8 @@ import gradio as gr
 from backend.errors import StrataError
 from backend.service import Service
 from ui import ask, library, parse
+from ui import api, compare, evaluate
+from ui import settings as settings_tab
 from ui.render import esc
 
 log = logging.getLogger(__name__)
@@ -55,10 +57,15 @@ def build(service: Service, sample_workspace: Path | None = None) -> gr.Blocks:
             '<div class="st-header"><span class="st-logo">Strata</span>'
             '<span class="st-tagline">PDFs parsed into a hierarchy, questions answered with citations on the page</span></div>'
         )
+        session_settings = settings_tab.new_state(service)  # LLM backend, key and budgets of this session only
+        api.build(service, workspace, sample_workspace)  # before the tabs, so its endpoints own the names ingest and ask
         with gr.Tabs():
             library_tab = library.build(service, workspace, sample_workspace)
             parse_tab = parse.build(service, workspace)
             ask.build(service, workspace, with_examples=sample_workspace is not None)
+            compare.build(service, workspace, session_settings)
+            evaluate.build(service, workspace, session_settings)
+            settings_tab.build(service, session_settings)
         gr.HTML(f'<div class="st-footer" id="device-info">Running on {esc(service.device_info())}</div>')
 
         def start_session() -> str:

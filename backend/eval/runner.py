@@ -1,22 +1,107 @@
 """Run one method over a benchmark collection (the ../shared/bench format): ingest its corpus
 (unchanged files are no-ops), answer every question, write predictions, and score them with the
-collection's score.py. It does not implement metrics itself: score.py is the referee."""
+collection's score.py. It does not implement the referee's metrics itself: score.py's SUMMARY line
+is what a report quotes. Alongside, every question becomes a `QuestionRecord` (its results' pages,
+the per-question figures of backend.eval.gold, answer, latency, LLM calls), which the Evaluate tab
+aggregates into tables by method, modality and hops (`metric_rows`) and exports as CSV and JSON.
+
+Also here: listing the benchmark folders under a root, and unpacking an uploaded zip of one
+safely (no absolute paths, no '..', no links, bounded size and entry count).
+"""
 
 from __future__ import annotations
 
+import csv
 import json
 import logging
+import shutil
 import statistics
 import subprocess
 import sys
 import time
+import uuid
+import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+from typing import Literal
 
-from backend.config import Settings
+from pydantic import BaseModel, ConfigDict, Field
+
+from backend.config import LLMSettings, Settings
 from backend.errors import StrataError
+from backend.eval.gold import K_MAX, BenchQuestion, GoldRef, is_abstention, load_questions, ranked_pages, score_question
+from backend.types import ProgressEvent
 
 log = logging.getLogger(__name__)
+
+Breakdown = Literal["overall", "modality", "hops"]
+BREAKDOWNS: tuple[Breakdown, ...] = ("overall", "modality", "hops")
+ZIP_MAX_ENTRIES = 20_000  # a collection of ~2,000 PDFs plus its metadata fits with room to spare
+_COPY_CHUNK = 1 << 20
+_S_IFMT, _S_IFLNK = 0o170000, 0o120000
+
+
+@dataclass(frozen=True, slots=True)
+class EvalProgress:
+    """Where a run is: stage 'ingest' (files of the corpus), 'ask' (questions) or 'score'."""
+
+    stage: Literal["ingest", "ask", "score"]
+    done: int
+    total: int
+    message: str = ""
+
+
+EvalProgressSink = Callable[[EvalProgress], None]
+
+
+class QuestionRecord(BaseModel):
+    """One question answered by one method, with its per-question retrieval figures."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    method: str
+    id: str
+    question: str
+    modality: str | None = None
+    hops: int | None = None
+    unanswerable: bool = False
+    gold: list[GoldRef] = Field(default_factory=list)
+    top_pages: list[tuple[str, int | None]] = Field(default_factory=list, description="First distinct (doc, page) pages, best first.")
+    recall_at_1: float | None = None
+    recall_at_5: float | None = None
+    recall_at_10: float | None = None
+    mrr_at_10: float | None = None
+    all_at_10: float | None = None
+    answer: str | None = None
+    abstained: bool = False
+    latency_ms: float = 0.0
+    llm_calls: int = 0
+    error: str | None = Field(None, description="Why this question could not be answered (the run went on).")
+
+
+class MetricRow(BaseModel):
+    """Aggregated figures of one method over one group of questions (all, one modality, one hop count)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    method: str
+    breakdown: Breakdown
+    group: str
+    questions: int
+    scored: int = Field(description="Answerable questions with gold evidence (the retrieval metrics' n).")
+    recall_at_1: float | None
+    recall_at_5: float | None
+    recall_at_10: float | None
+    mrr_at_10: float | None
+    all_at_10: float | None
+    unanswerable: int
+    abstention: float | None = Field(description="Share of the unanswerable questions answered with an abstention.")
+    abstained_all: float = Field(description="Share of all questions answered with an abstention.")
+    latency_p50_ms: float
+    latency_mean_ms: float
+    llm_calls_per_question: float
+    errors: int
 
 
 @dataclass
@@ -32,12 +117,16 @@ class EvalReport:
     summary: dict[str, float] = field(default_factory=dict)
     summary_line: str = ""
     score_json: Path | None = None
+    records: list[QuestionRecord] = field(default_factory=list)
 
     def text(self) -> str:
         lines = [f"method={self.method} collection={self.collection} questions={self.questions} predictions={self.predictions}"]
         lines.append(f"latency_ms p50={self.latency_p50_ms:.1f} p95={self.latency_p95_ms:.1f} llm_calls/q={self.llm_calls_per_question:.2f}")
         if self.ingest_failures:
             lines.append(f"ingest failures: {len(self.ingest_failures)}: " + "; ".join(self.ingest_failures[:5]))
+        errors = [r for r in self.records if r.error]
+        if errors:
+            lines.append(f"questions that failed: {len(errors)}: " + "; ".join(f"{r.id}: {r.error}" for r in errors[:5]))
         lines.append(self.summary_line or "not scored (no score.py next to the collection)")
         if self.score_json:
             lines.append(f"full report: {self.score_json}")
@@ -63,49 +152,184 @@ def parse_summary(line: str) -> dict[str, float]:
     return out
 
 
+# ---------------------------------------------------------------- benchmark folders
+
+
+def is_benchmark(folder: Path) -> bool:
+    return (folder / "questions.jsonl").is_file() and (folder / "corpus").is_dir()
+
+
+def check_benchmark(bench: Path) -> None:
+    if not is_benchmark(bench):
+        raise StrataError(f"'{bench.name}' is not a benchmark folder: it needs corpus/*.pdf and questions.jsonl.")
+    if not any((bench / "corpus").glob("*.pdf")):
+        raise StrataError(f"The benchmark '{bench.name}' has no PDFs in corpus/. Add the collection's PDFs there.")
+
+
+def list_benchmarks(root: Path) -> list[Path]:
+    """The benchmark collections in `root` (or `root` itself when it is one), sorted by name."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    if is_benchmark(root):
+        return [root]
+    return sorted(p for p in root.iterdir() if p.is_dir() and is_benchmark(p))
+
+
+def _unsafe_member(info: zipfile.ZipInfo) -> str | None:
+    """Why a zip entry may not be unpacked, or None when it is a plain relative file or folder."""
+    name = info.filename.replace("\\", "/")
+    if name.startswith("/") or (len(name) > 1 and name[1] == ":"):
+        return "an absolute path"
+    if ".." in PurePosixPath(name).parts:
+        return "a '..' component"
+    if (info.external_attr >> 16) & _S_IFMT == _S_IFLNK:
+        return "a symbolic link"
+    return None
+
+
+def unpack_benchmark_zip(archive: Path, dest_root: Path, *, max_unpacked_mb: float, max_entries: int = ZIP_MAX_ENTRIES) -> Path:
+    """Unpack an uploaded zip of one benchmark folder into a new folder under `dest_root` and
+    return the collection folder inside it (the zip's root or its single top-level folder).
+
+    Refuses, before writing anything: entries with absolute paths, '..' or links, more than
+    `max_entries` entries, and a declared unpacked size over `max_unpacked_mb`. The bytes really
+    written are counted too, so an archive whose headers lie stops at the same limit."""
+    archive = Path(archive)
+    limit_bytes = int(max_unpacked_mb * 1024 * 1024)
+    if archive.stat().st_size > limit_bytes:
+        raise StrataError(f"'{archive.name}' is larger than {max_unpacked_mb:g} MiB; upload a smaller benchmark.")
+    try:
+        zf = zipfile.ZipFile(archive)
+    except zipfile.BadZipFile:
+        raise StrataError(f"'{archive.name}' is not a zip archive. Zip the benchmark folder (corpus/ + questions.jsonl) and upload that.") from None
+    with zf:
+        infos = [i for i in zf.infolist() if not i.filename.startswith("__MACOSX/")]
+        if len(infos) > max_entries:
+            raise StrataError(f"'{archive.name}' holds {len(infos)} entries, more than the {max_entries} allowed.")
+        for info in infos:
+            why = _unsafe_member(info)
+            if why:
+                raise StrataError(f"'{archive.name}' was rejected: entry '{info.filename}' has {why}. Zip a plain folder.")
+        declared = sum(i.file_size for i in infos)
+        if declared > limit_bytes:
+            raise StrataError(
+                f"'{archive.name}' unpacks to {declared / 2**20:.0f} MiB, more than the {max_unpacked_mb:g} MiB allowed."
+            )
+        target = Path(dest_root) / uuid.uuid4().hex[:12]
+        target.mkdir(parents=True)
+        try:
+            _extract(zf, infos, target, limit_bytes, archive.name)
+        except BaseException:
+            shutil.rmtree(target, ignore_errors=True)
+            raise
+    bench = _find_collection(target)
+    if bench is None:
+        shutil.rmtree(target, ignore_errors=True)
+        raise StrataError(
+            f"'{archive.name}' holds no benchmark folder: put corpus/*.pdf and questions.jsonl at the top of the zip "
+            "or in one folder inside it."
+        )
+    check_benchmark(bench)
+    return bench
+
+
+def _extract(zf: zipfile.ZipFile, infos: list[zipfile.ZipInfo], target: Path, limit_bytes: int, archive_name: str) -> None:
+    root = target.resolve()
+    written = 0
+    for info in infos:
+        path = (root / info.filename.replace("\\", "/")).resolve()
+        if not path.is_relative_to(root):  # belt and braces after _unsafe_member
+            raise StrataError(f"'{archive_name}' was rejected: entry '{info.filename}' points outside the folder.")
+        if info.is_dir():
+            path.mkdir(parents=True, exist_ok=True)
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with zf.open(info) as src, path.open("wb") as dst:
+            while chunk := src.read(_COPY_CHUNK):
+                written += len(chunk)
+                if written > limit_bytes:
+                    raise StrataError(f"'{archive_name}' unpacks to more than {limit_bytes / 2**20:g} MiB; upload a smaller benchmark.")
+                dst.write(chunk)
+
+
+def _find_collection(folder: Path) -> Path | None:
+    if (folder / "questions.jsonl").is_file():
+        return folder
+    subs = [p for p in folder.iterdir() if p.is_dir() and p.name != "__MACOSX"]
+    if len(subs) == 1 and (subs[0] / "questions.jsonl").is_file():
+        return subs[0]
+    return None
+
+
+# ---------------------------------------------------------------- running
+
+
 def run_eval(
     settings: Settings, workspace: Path, bench: Path, method: str | None, *, top_k: int = 30, limit: int | None = None,
-    out_dir: Path | None = None, service=None,
+    out_dir: Path | None = None, service=None, progress: EvalProgressSink | None = None, budget: int | None = None,
+    llm_backend: str | None = None, llm_settings: LLMSettings | None = None,
 ) -> EvalReport:
+    """Ingest `bench`'s corpus into `workspace`, answer its questions with `method`, score them.
+
+    A question that fails (a StrataError) is recorded with its error and the run goes on; only
+    when every question fails does the run raise, with the first error."""
     from backend.__main__ import ask_json
     from backend.service import Service
 
-    questions_path = bench / "questions.jsonl"
-    if not questions_path.is_file() or not (bench / "corpus").is_dir():
-        raise StrataError(f"'{bench}' is not a benchmark folder: it needs corpus/*.pdf and questions.jsonl.")
+    bench = Path(bench)
+    check_benchmark(bench)
+    emit = progress or (lambda ev: None)
     service = service or Service(settings)
     pdfs = sorted((bench / "corpus").glob("*.pdf"))
-    ingest = service.ingest(workspace, pdfs, lambda ev: None)
+
+    def on_ingest(ev: ProgressEvent) -> None:
+        if ev.stage in ("open", "done", "failed"):
+            emit(EvalProgress("ingest", ev.done, ev.total, f"{ev.doc}: {ev.stage}"))
+
+    ingest = service.ingest(workspace, pdfs, on_ingest)
+    if not ingest.ok:
+        raise StrataError(f"None of the {len(pdfs)} PDFs of '{bench.name}' could be ingested: {ingest.failed[0].reason}")
     method = method or settings.retrieval.default_method
-    questions = [json.loads(line) for line in questions_path.read_text().splitlines() if line.strip()]
-    if limit:
-        questions = questions[:limit]
+    questions = load_questions(bench, limit)
     out_dir = out_dir or workspace / "eval"
     out_dir.mkdir(parents=True, exist_ok=True)
     pred_path = out_dir / f"{bench.name}.{method}.jsonl"
-    latencies: list[float] = []
-    calls = 0
+    records: list[QuestionRecord] = []
+    # Only what the caller set, so a service without per-call LLM settings still runs the CLI's eval.
+    ask_options = {k: v for k, v in (("budget", budget), ("llm_backend", llm_backend), ("llm_settings", llm_settings)) if v is not None}
+    emit(EvalProgress("ask", 0, len(questions), method))
     with pred_path.open("w") as out:
         for i, q in enumerate(questions):
             t = time.perf_counter()
-            result = service.ask(workspace, q["question"], method, top_k)
-            latencies.append((time.perf_counter() - t) * 1000)
-            calls += result.llm_calls
-            row = ask_json(result)
-            out.write(json.dumps({"id": q["id"], "results": row["results"], "answer": row["answer"]}) + "\n")
+            try:
+                result = service.ask(workspace, q.question, method, top_k, **ask_options)
+            except StrataError as exc:
+                records.append(_record(method, q, None, (time.perf_counter() - t) * 1000, str(exc)))
+                out.write(json.dumps({"id": q.id, "results": [], "answer": None}) + "\n")
+            else:
+                records.append(_record(method, q, result, (time.perf_counter() - t) * 1000))
+                row = ask_json(result)
+                out.write(json.dumps({"id": q.id, "results": row["results"], "answer": row["answer"]}) + "\n")
+            emit(EvalProgress("ask", i + 1, len(questions), f"{method}: question {i + 1} of {len(questions)}"))
             if (i + 1) % 50 == 0:
                 log.info("%s %s: %d/%d", bench.name, method, i + 1, len(questions))
+    if records and all(r.error for r in records):
+        raise StrataError(f"Every question of '{bench.name}' failed with {method}: {records[0].error}")
+    answered = [r for r in records if not r.error]
     report = EvalReport(
         method=method, collection=bench.name, questions=len(questions), predictions=pred_path,
         ingest_failures=[f"{f.file_name}: {f.reason}" for f in ingest.failed],
-        llm_calls_per_question=calls / len(questions) if questions else 0.0,
+        llm_calls_per_question=sum(r.llm_calls for r in answered) / len(questions) if questions else 0.0,
+        records=records,
     )
-    if latencies:
-        lat = sorted(latencies)
+    if answered:
+        lat = sorted(r.latency_ms for r in answered)
         report.latency_p50_ms = statistics.median(lat)
         report.latency_p95_ms = lat[min(len(lat) - 1, int(0.95 * len(lat)))]
     score = find_score_script(bench)
     if score is not None:
+        emit(EvalProgress("score", 0, 1, "score.py"))
         score_json = pred_path.with_suffix(".score.json")
         cmd = [sys.executable, str(score), str(bench), str(pred_path), "--json-out", str(score_json)]
         if limit:
@@ -115,4 +339,102 @@ def run_eval(
         report.summary_line = summary[-1] if summary else (proc.stderr.strip() or "score.py printed no SUMMARY line")
         report.summary = parse_summary(report.summary_line)
         report.score_json = score_json
+        emit(EvalProgress("score", 1, 1, "score.py"))
     return report
+
+
+def _record(method: str, q: BenchQuestion, result, latency_ms: float, error: str | None = None) -> QuestionRecord:
+    record = QuestionRecord(
+        method=method, id=q.id, question=q.question, modality=q.modality, hops=q.hops, unanswerable=q.unanswerable,
+        gold=q.gold, latency_ms=round(latency_ms, 2), error=error,
+    )
+    if result is None:
+        return record
+    record.top_pages = ranked_pages(result.results)[:K_MAX]
+    record.answer = result.answer.text
+    record.abstained = is_abstention(result.answer.text, result.answer.abstained)
+    record.llm_calls = result.llm_calls
+    scores = score_question(result.results, q.gold) if q.scored else None
+    if scores is not None:
+        record.recall_at_1, record.recall_at_5, record.recall_at_10 = (scores.recall[k] for k in (1, 5, 10))
+        record.mrr_at_10 = scores.mrr
+        record.all_at_10 = scores.all_found
+    elif q.scored:  # failed question with gold: it found nothing
+        record.recall_at_1 = record.recall_at_5 = record.recall_at_10 = record.mrr_at_10 = record.all_at_10 = 0.0
+    return record
+
+
+# ---------------------------------------------------------------- aggregating and exporting
+
+
+def _mean(values: list[float]) -> float | None:
+    return round(sum(values) / len(values), 4) if values else None
+
+
+def _group_order(value: str) -> tuple:
+    """Numbers in numeric order, then other labels alphabetically, 'null' last (as score.py)."""
+    if value == "null":
+        return (2, 0.0, value)
+    try:
+        return (0, float(value), value)
+    except ValueError:
+        return (1, 0.0, value)
+
+
+def _row(method: str, breakdown: Breakdown, group: str, records: list[QuestionRecord]) -> MetricRow:
+    scored = [r for r in records if r.recall_at_10 is not None]
+    unanswerable = [r for r in records if r.unanswerable]
+    ok = [r for r in records if not r.error]
+    latencies = [r.latency_ms for r in ok]
+    return MetricRow(
+        method=method, breakdown=breakdown, group=group, questions=len(records), scored=len(scored),
+        recall_at_1=_mean([r.recall_at_1 for r in scored]), recall_at_5=_mean([r.recall_at_5 for r in scored]),
+        recall_at_10=_mean([r.recall_at_10 for r in scored]), mrr_at_10=_mean([r.mrr_at_10 for r in scored]),
+        all_at_10=_mean([r.all_at_10 for r in scored]),
+        unanswerable=len(unanswerable),
+        abstention=_mean([float(r.abstained or r.error is not None) for r in unanswerable]),
+        abstained_all=_mean([float(r.abstained) for r in records]) or 0.0,
+        latency_p50_ms=round(statistics.median(latencies), 1) if latencies else 0.0,
+        latency_mean_ms=round(statistics.fmean(latencies), 1) if latencies else 0.0,
+        llm_calls_per_question=round(sum(r.llm_calls for r in records) / len(records), 2) if records else 0.0,
+        errors=sum(r.error is not None for r in records),
+    )
+
+
+def metric_rows(reports: list[EvalReport], breakdown: Breakdown = "overall") -> list[MetricRow]:
+    """One row per method ('overall'), or per method and modality / hop count, in method order."""
+    rows: list[MetricRow] = []
+    for report in reports:
+        if breakdown == "overall":
+            rows.append(_row(report.method, breakdown, "all", report.records))
+            continue
+        groups: dict[str, list[QuestionRecord]] = {}
+        for r in report.records:
+            value = getattr(r, breakdown)
+            groups.setdefault("null" if value is None else str(value), []).append(r)
+        rows.extend(_row(report.method, breakdown, g, groups[g]) for g in sorted(groups, key=_group_order))
+    return rows
+
+
+def export_reports(reports: list[EvalReport], out_dir: Path, stem: str) -> tuple[Path, Path]:
+    """Write the metric rows (every breakdown) as CSV, and rows + per-question records + score.py's
+    SUMMARY lines as JSON. Returns (csv path, json path)."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows = [row for b in BREAKDOWNS for row in metric_rows(reports, b)]
+    csv_path = out_dir / f"{stem}.csv"
+    with csv_path.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=list(MetricRow.model_fields))
+        writer.writeheader()
+        writer.writerows(row.model_dump(mode="json") for row in rows)
+    json_path = out_dir / f"{stem}.json"
+    payload = {
+        "collection": reports[0].collection if reports else None,
+        "methods": [r.method for r in reports],
+        "metrics": [row.model_dump(mode="json") for row in rows],
+        "score_py": {r.method: r.summary_line for r in reports},
+        "ingest_failures": sorted({f for r in reports for f in r.ingest_failures}),
+        "records": [rec.model_dump(mode="json") for r in reports for rec in r.records],
+    }
+    json_path.write_text(json.dumps(payload, indent=1), encoding="utf-8")
+    return csv_path, json_path

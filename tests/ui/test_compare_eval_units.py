@@ -1,0 +1,181 @@
+"""The pure parts of the Compare, Evaluate and Settings tabs and the ZeroGPU wrapper, without a
+browser: PDF text escaped in the side-by-side columns, hit/miss marks, the overlap matrix, the
+metric tables and plots, the per-session settings (the key kept as a secret, never rendered or
+logged, the server's key never sent to a URL the user typed), and `gpu_task` wrapping only when
+the `spaces` package is there."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import types
+
+import pytest
+
+from backend.config import LLMSettings, Settings
+from backend.errors import StrataError
+from backend.types import Answer, AskResult, EvidencePack, NodeKind, ResultItem, Trace
+from ui import compare, evaluate, spaces_gpu
+from ui import settings as settings_tab
+
+EVIL = '<script>window.__xss=1</script><img src=x onerror="window.__xss=2">'
+KEY = "sk-unit-test-5d1e0c"
+
+
+def _result(method: str, pages: list[tuple[str, int]], text: str = "plain", answer: str = "42") -> AskResult:
+    results = [
+        ResultItem(rank=i + 1, node_id=f"{method}-{i}", doc=doc, page=page, bbox=None, kind=NodeKind.PARAGRAPH,
+                   section_path=["Report", f"Section {EVIL}"], text=text, score=1.0 / (i + 1))
+        for i, (doc, page) in enumerate(pages)
+    ]
+    return AskResult(
+        question="q", method=method, results=results, pack=EvidencePack(budget=100, tokens=0, units=[], text=""),
+        answer=Answer(text=answer, abstained=False), trace=Trace(method=method), timings_ms={"total": 12.5},
+        llm_backend="rules", llm_calls=0,
+    )
+
+
+# ---------------------------------------------------------------- compare
+
+
+def test_columns_escape_pdf_text_and_mark_hits():
+    a = _result("bm25", [("a.pdf", 2), ("b.pdf", 1)], text=EVIL, answer=EVIL)
+    html = compare.render_columns([a], [[True, False]])
+    assert "<script" not in html and "<img" not in html and "&lt;script&gt;" in html
+    assert html.count('data-hit="hit"') == 1 and html.count('data-hit="miss"') == 1
+    assert 'data-hit="none"' in compare.render_columns([a], None)
+
+
+def test_overlap_is_the_jaccard_of_result_pages():
+    a = _result("bm25", [("a.pdf", 1), ("a.pdf", 1), ("b.pdf", 2)])
+    b = _result("hikey", [("a.pdf", 1), ("c.pdf", 3)])
+    assert compare.jaccard(compare.result_pages(a), compare.result_pages(b)) == pytest.approx(1 / 3)
+    assert compare.jaccard(set(), set()) == 1.0
+    html = compare.render_overlap([a, b])
+    assert html.count('data-jaccard="0.33"') == 2 and "2 pages" in html
+
+
+def test_summary_counts_hits_and_gold_found():
+    a = _result("bm25", [("a.pdf", 2), ("b.pdf", 1), ("a.pdf", 2)])
+    html = compare.render_summary([a], [[True, False, True]], [(1, 2)])
+    assert '<td data-field="hits">2 of 3</td>' in html and '<td data-field="gold-found">1 of 2</td>' in html and "rank 1" in html
+
+
+def test_gold_text_round_trips_through_the_parser():
+    from backend.service import Service
+
+    gold = Service.parse_gold("a.pdf p.3\nb.pdf")
+    assert compare.gold_text(gold) == "a.pdf p.3\nb.pdf"
+    assert compare.gold_found(_result("bm25", [("a.pdf", 3), ("c.pdf", 1)]), gold) == (1, 2)
+
+
+# ---------------------------------------------------------------- evaluate
+
+
+class _Row:
+    def __init__(self, method: str, group: str = "all", r10: float | None = 0.5):
+        self.method, self.group, self.questions, self.scored, self.unanswerable, self.errors = method, group, 4, 3, 1, 0
+        self.recall_at_1, self.recall_at_5, self.recall_at_10, self.mrr_at_10, self.all_at_10 = 0.25, 0.4, r10, 0.3, 0.2
+        self.abstention, self.abstained_all = None, 0.25
+        self.latency_p50_ms, self.latency_mean_ms, self.llm_calls_per_question = 40.0, 45.5, 1.5
+
+
+def test_metric_tables_format_numbers_and_missing_values():
+    (row,) = evaluate.metric_table([_Row("bm25", r10=None)])
+    assert row[0] == "bm25" and row[5] == "–" and row[3] == "0.250" and row[8] == "–" and row[-2] == "1.50"
+    assert len(row) == len(evaluate.TABLE_HEADERS)
+    assert len(evaluate.breakdown_table([_Row("bm25", "table")])[0]) == len(evaluate.BREAKDOWN_HEADERS)
+
+
+def test_figures_have_one_bar_group_per_method():
+    fig = evaluate.metrics_figure([_Row("bm25"), _Row("hikey")])
+    assert [t.name for t in fig.data] == ["bm25", "bm25", "hikey", "hikey"]
+    assert list(fig.data[0].x) == ["R@1", "R@5", "R@10", "MRR@10", "All@10"]
+    by = evaluate.breakdown_figure([_Row("bm25", "text"), _Row("bm25", "table"), _Row("hikey", "text", r10=None)], "modality")
+    assert [t.name for t in by.data] == ["bm25", "hikey"] and list(by.data[0].x) == ["text", "table"] and list(by.data[1].x) == []
+
+
+# ---------------------------------------------------------------- settings
+
+
+def _apply(current, server, backend="openai", base_url="http://127.0.0.1:8000/v1", key="", forget=False, model="m", hf="",
+           top_k=7, budget=1024, calls=5):
+    return settings_tab.apply_settings(current, server, backend, base_url, key, forget, model, hf, top_k, budget, calls)
+
+
+def test_the_key_is_kept_as_a_secret_and_never_rendered_or_logged(caplog):
+    server = Settings(load_sample=False)
+    start = settings_tab.default_session_settings(server)
+    with caplog.at_level(logging.DEBUG):
+        s = _apply(start, server, key=KEY)
+    assert s.llm.api_key.get_secret_value() == KEY and s.key_source == "session" and s.key_set
+    assert (s.llm_backend, s.top_k, s.token_budget, s.llm.max_calls_per_question) == ("openai", 7, 1024, 5)
+    for text in (settings_tab.render_status(s), s.describe(), repr(s), str(s), caplog.text):
+        assert KEY not in text
+    assert server.llm.api_key is None and server.reader.llm_backend == "rules"  # the shared settings are untouched
+    assert _apply(s, server, key="").llm.api_key.get_secret_value() == KEY  # an empty box keeps the key
+    forgotten = _apply(s, server, forget=True)
+    assert forgotten.llm.api_key is None and not forgotten.key_set
+    assert s.ask_options() == {"budget": 1024, "llm_backend": "openai", "llm_settings": s.llm}
+
+
+def test_the_servers_key_never_goes_to_a_url_the_user_typed():
+    server = Settings(load_sample=False, llm=LLMSettings(api_key="sk-operator", base_url="http://llm.internal/v1"))
+    start = settings_tab.default_session_settings(server)
+    assert start.key_source == "server"
+    same = _apply(start, server, base_url="http://llm.internal/v1/")
+    assert same.llm.api_key.get_secret_value() == "sk-operator"
+    elsewhere = _apply(start, server, base_url="https://attacker.example/v1")
+    assert elsewhere.llm.api_key is None and elsewhere.key_source == "none"
+    own = _apply(start, server, base_url="https://mine.example/v1", key=KEY)
+    assert own.llm.api_key.get_secret_value() == KEY
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [({"base_url": "ftp://x"}, "http"), ({"model": " "}, "model"), ({"backend": "hf", "hf": "/no/such/model"}, "No model folder"),
+     ({"backend": "gpt"}, "Unknown LLM backend")],
+)
+def test_bad_settings_are_refused_with_a_message(kwargs, message):
+    server = Settings(load_sample=False)
+    with pytest.raises(StrataError, match=message):
+        _apply(settings_tab.default_session_settings(server), server, **kwargs)
+
+
+def test_a_local_model_folder_is_accepted(tmp_path):
+    server = Settings(load_sample=False)
+    s = _apply(settings_tab.default_session_settings(server), server, backend="hf", hf=str(tmp_path))
+    assert s.llm_backend == "hf" and s.llm.hf_model == str(tmp_path) and "hf: local model" in s.describe()
+
+
+# ---------------------------------------------------------------- ZeroGPU
+
+
+def test_gpu_task_wraps_only_when_spaces_is_importable(monkeypatch):
+    def handler(x, progress=None):
+        return x + 1
+
+    spaces_gpu._spaces_module.cache_clear()
+    monkeypatch.setitem(sys.modules, "spaces", None)  # import fails
+    assert spaces_gpu.gpu_task(handler) is handler and not spaces_gpu.zero_gpu_available()
+
+    calls = []
+    fake = types.ModuleType("spaces")
+
+    def GPU(duration=60):  # noqa: N802 - the name of the real decorator
+        def deco(fn):
+            calls.append((fn.__name__, duration))
+            return fn
+
+        return deco
+
+    fake.GPU = GPU
+    spaces_gpu._spaces_module.cache_clear()
+    monkeypatch.setitem(sys.modules, "spaces", fake)
+    try:
+        wrapped = spaces_gpu.gpu_task(duration_s=300)(handler)
+        assert wrapped(1) == 2 and calls == [("handler", 300)]
+        spaces_gpu.gpu_task(handler)
+        assert calls[-1] == ("handler", spaces_gpu.DEFAULT_DURATION_S)
+    finally:
+        spaces_gpu._spaces_module.cache_clear()

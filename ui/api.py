@@ -1,0 +1,102 @@
+"""Named API endpoints for programs (`gradio_client`): `/ingest` (PDF files in, a report out) and
+`/ask` (a question in, the answer with citations and ranked results out, as JSON).
+
+A client gets its own workspace, as a browser session does: the first call copies the sample
+workspace into a new session workspace kept in the same gr.State, so documents a client ingests
+are visible to its later asks and to no one else. The endpoints sit on hidden components and
+are registered before the tabs so that they own the names `ingest` and `ask`.
+
+    from gradio_client import Client, handle_file
+    c = Client("http://127.0.0.1:7860/")
+    c.predict(files=[handle_file("report.pdf")], api_name="/ingest")
+    c.predict(question="How many trees were planted?", method="hikey", top_k=5, api_name="/ask")
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import gradio as gr
+
+from backend.errors import StrataError
+from backend.service import Service
+from backend.types import AskResult, IngestReport
+from ui.common import user_errors
+from ui.spaces_gpu import gpu_task
+
+
+def ask_payload(result: AskResult) -> dict:
+    """The /ask reply: the CLI's `ask --json` fields without the trace (DESIGN.md section 7)."""
+    return {
+        "question": result.question,
+        "method": result.method,
+        "answer": {
+            "text": result.answer.text,
+            "abstained": result.answer.abstained,
+            "citations": [
+                {"n": c.n, "node_id": c.node_id, "doc": c.doc, "page": c.page, "bbox": list(c.bbox) if c.bbox else None, "text": c.text}
+                for c in result.answer.citations
+            ],
+        },
+        "results": [
+            {"rank": r.rank, "node_id": r.node_id, "doc": r.doc, "page": r.page, "bbox": list(r.bbox) if r.bbox else None,
+             "kind": r.kind.value, "section_path": r.section_path, "text": r.text, "score": r.score}
+            for r in result.results
+        ],
+        "timings_ms": result.timings_ms,
+        "llm_calls": result.llm_calls,
+        "llm_backend": result.llm_backend,
+    }
+
+
+def ingest_payload(report: IngestReport) -> dict:
+    return {
+        "files": [
+            {"file_name": f.file_name, "status": f.status, "doc_id": f.doc_id, "title": f.title, "pages": f.pages, "reason": f.reason}
+            for f in report.files
+        ],
+        "ingested": len(report.ok),
+        "failed": len(report.failed),
+    }
+
+
+def build(service: Service, workspace: gr.State, sample_workspace: Path | None) -> None:
+    """Hidden components and the two named endpoints. Call inside the Blocks, before the tabs."""
+    max_files = service.settings.max_upload_files
+
+    def client_workspace(value: str | None) -> Path:
+        return Path(value) if value else service.new_session_workspace(base=sample_workspace)
+
+    # The API's parameter names are the callbacks' argument names (files, question, method, top_k).
+    with gr.Column(visible=False, elem_id="api-endpoints"):
+        files_in = gr.File(label="files", file_count="multiple", file_types=[".pdf"])
+        question_in = gr.Textbox(label="question")
+        method_in = gr.Textbox(label="method", value=service.settings.retrieval.default_method)
+        top_k_in = gr.Number(label="top_k", value=service.settings.retrieval.top_k, precision=0)
+        reply = gr.JSON(label="reply")
+        ingest_trigger = gr.Button("ingest")
+        ask_trigger = gr.Button("ask")
+
+    @gpu_task
+    @user_errors
+    def ingest(files: list[str] | None, workspace_value: str):
+        """Add PDFs to this client's workspace; returns one entry per file (ingested, replaced, unchanged or failed with a reason)."""
+        if not files:
+            raise StrataError("No files were sent. Pass files=[handle_file('report.pdf')].")
+        if len(files) > max_files:
+            raise StrataError(f"{len(files)} files were sent; at most {max_files} per call.")
+        ws = client_workspace(workspace_value)
+        report = service.ingest(ws, [Path(p) for p in files], display_names=[Path(p).name for p in files])
+        return ingest_payload(report), str(ws)
+
+    @gpu_task
+    @user_errors
+    def ask(question: str, method: str, top_k: float | None, workspace_value: str):
+        """Answer a question over this client's workspace (the sample corpus plus what it ingested)."""
+        ws = client_workspace(workspace_value)
+        result = service.ask(ws, question, method=method or None, top_k=int(top_k) if top_k else None)
+        return ask_payload(result), str(ws)
+
+    ingest_trigger.click(ingest, inputs=[files_in, workspace], outputs=[reply, workspace], api_name="ingest", concurrency_id="ingest")
+    ask_trigger.click(ask, inputs=[question_in, method_in, top_k_in, workspace], outputs=[reply, workspace], api_name="ask",
+                      concurrency_limit=4, concurrency_id="ask")

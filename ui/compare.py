@@ -1,0 +1,235 @@
+"""Compare tab: one question through two to four methods side by side: each method's answer and
+ranked results (document, page, snippet), how much their result pages overlap (a Jaccard matrix),
+latency and LLM calls. With gold evidence (a benchmark question picked from a collection, or
+pages typed in) every result is marked hit or miss on its page, as ../shared/bench/score.py counts.
+
+A benchmark question is asked over that benchmark's own workspace (its corpus, ingested once),
+never over the user's documents; a question typed by the user runs over the session's workspace.
+The render functions here are pure: results in, escaped HTML out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import gradio as gr
+
+from backend.errors import StrataError
+from backend.service import Service
+from backend.types import AskResult
+from ui.common import session_workspace, user_errors
+from ui.render import empty_state, esc, snippet
+from ui.spaces_gpu import gpu_task
+
+MIN_METHODS, MAX_METHODS = 2, 4
+MAX_BENCH_QUESTIONS = 500  # the question menu lists the first ones of a collection
+DEFAULT_METHODS = ("bm25", "hikey")
+WORKSPACE, BENCH = "workspace", "bench"
+BEFORE_COMPARING = empty_state(
+    "Compare how methods answer the same question.",
+    "Type a question (or pick a benchmark question below), tick two to four methods and press Compare.",
+)
+
+Page = tuple[str, int]
+
+
+# ---------------------------------------------------------------- pure helpers
+
+
+def result_pages(result: AskResult) -> set[Page]:
+    return {(r.doc, r.page) for r in result.results}
+
+
+def jaccard(a: set, b: set) -> float:
+    """|a ∩ b| / |a ∪ b|; two empty sets count as identical."""
+    union = a | b
+    return len(a & b) / len(union) if union else 1.0
+
+
+def gold_text(gold) -> str:
+    """Gold items as a person would type them, one per line ('report.pdf p.3')."""
+    return "\n".join(g.doc + (f" p.{g.page}" if g.page is not None else "") for g in gold)
+
+
+def gold_found(result: AskResult, gold_refs) -> tuple[int, int]:
+    """(gold items found anywhere in the results, distinct gold items)."""
+    units = list(dict.fromkeys(gold_refs))
+    return sum(any(g.matches(r.doc, r.page) for r in result.results) for g in units), len(units)
+
+
+def _badge(hit: bool | None) -> str:
+    if hit is None:
+        return ""
+    return '<span class="st-cmp-badge st-cmp-hit">hit</span>' if hit else '<span class="st-cmp-badge st-cmp-miss">miss</span>'
+
+
+def render_summary(results: list[AskResult], hits: list[list[bool]] | None, gold_pages_found: list[tuple[int, int]] | None) -> str:
+    """One row per method: answer, latency, LLM calls and, with gold, hits and gold pages found."""
+    head = ["Method", "Answer", "Results", "Latency (ms)", "LLM calls"]
+    if hits is not None:
+        head += ["Hits", "Gold pages found", "First hit"]
+    rows = []
+    for i, res in enumerate(results):
+        t = res.timings_ms
+        latency = f'{t.get("total", 0):.0f} <span class="st-muted">(retrieve {t.get("retrieve", 0):.0f} · pack {t.get("pack", 0):.0f} · read {t.get("read", 0):.0f})</span>'
+        answer = ('<span class="st-abstained">abstained</span> ' if res.answer.abstained else "") + esc(snippet(res.answer.text, 140))
+        cells = [f'<th scope="row">{esc(res.method)}</th>', f"<td>{answer}</td>", f"<td>{len(res.results)}</td>",
+                 f"<td>{latency}</td>", f"<td>{res.llm_calls} <span class=\"st-muted\">({esc(res.llm_backend)})</span></td>"]
+        if hits is not None:
+            first = next((k + 1 for k, h in enumerate(hits[i]) if h), None)
+            found, total = gold_pages_found[i]
+            cells += [f'<td data-field="hits">{sum(hits[i])} of {len(hits[i])}</td>', f'<td data-field="gold-found">{found} of {total}</td>',
+                      f"<td>{'rank ' + str(first) if first else 'none'}</td>"]
+        rows.append(f'<tr data-method="{esc(res.method)}">' + "".join(cells) + "</tr>")
+    header = "".join(f"<th>{h}</th>" for h in head)
+    return f'<table class="st-cmp-summary"><thead><tr>{header}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+
+
+def render_columns(results: list[AskResult], hits: list[list[bool]] | None) -> str:
+    """The methods side by side: answer and ranked results, each marked hit or miss when gold is known."""
+    cols = []
+    for i, res in enumerate(results):
+        items = []
+        for k, r in enumerate(res.results):
+            hit = hits[i][k] if hits is not None else None
+            state = "none" if hit is None else ("hit" if hit else "miss")
+            path = " > ".join(r.section_path)
+            items.append(
+                f'<li class="st-cmp-result" data-hit="{state}">{_badge(hit)}'
+                f'<span class="st-cmp-where">{esc(r.doc)} p.{r.page}</span> <span class="st-muted">{esc(r.kind.value)}</span>'
+                + (f'<div class="st-cmp-path">{esc(path)}</div>' if path else "")
+                + f'<div class="st-cmp-snippet">{esc(snippet(r.text))}</div></li>'
+            )
+        body = f'<ol class="st-cmp-results">{"".join(items)}</ol>' if items else empty_state("No results.")
+        abstained = ' data-abstained="true"' if res.answer.abstained else ""
+        cols.append(
+            f'<section class="st-cmp-col" data-method="{esc(res.method)}">'
+            f"<h3>{esc(res.method)}</h3>"
+            f'<div class="st-cmp-answer"{abstained}>{esc(res.answer.text)}</div>{body}</section>'
+        )
+    return f'<div class="st-cmp-grid" style="--st-cmp-cols:{max(1, len(results))}">{"".join(cols)}</div>'
+
+
+def render_overlap(results: list[AskResult]) -> str:
+    """Jaccard overlap of the methods' result pages (doc, page), and the pages they share."""
+    pages = [result_pages(r) for r in results]
+    header = "".join(f"<th scope=\"col\">{esc(r.method)}</th>" for r in results)
+    rows = []
+    for i, a in enumerate(results):
+        cells = []
+        for j, b in enumerate(results):
+            if i == j:
+                cells.append(f'<td class="st-cmp-diag">{len(pages[i])} pages</td>')
+                continue
+            score = jaccard(pages[i], pages[j])
+            shared = len(pages[i] & pages[j])
+            cells.append(
+                f'<td data-a="{esc(a.method)}" data-b="{esc(b.method)}" data-jaccard="{score:.2f}" '
+                f'style="--st-overlap:{score:.2f}">{score:.2f} <span class="st-muted">({shared} shared)</span></td>'
+            )
+        rows.append(f'<tr><th scope="row">{esc(a.method)}</th>{"".join(cells)}</tr>')
+    return (
+        '<div class="st-cmp-overlap-wrap"><div class="st-muted">Overlap of result pages (Jaccard: shared pages / all pages of the two)</div>'
+        f'<table class="st-cmp-overlap"><thead><tr><th></th>{header}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
+    )
+
+
+# ---------------------------------------------------------------- the tab
+
+
+@dataclass(slots=True)
+class CompareTab:
+    question: gr.Textbox
+    compare_button: gr.Button
+
+
+def build(service: Service, workspace: gr.State, session_settings: gr.State) -> CompareTab:
+    names = [m.name for m in service.methods()]
+    default_methods = [m for m in DEFAULT_METHODS if m in names] or names[:MIN_METHODS]
+    benches = service.benchmark_folders()
+    with gr.Tab("Compare", id="compare"):
+        with gr.Row(equal_height=True):
+            question = gr.Textbox(
+                label="Question", placeholder="e.g. How many trees did the programme plant?", scale=5, lines=1, max_lines=3,
+                elem_id="compare-question",
+            )
+            compare_button = gr.Button("Compare", variant="primary", scale=1, elem_id="compare-button")
+        methods = gr.CheckboxGroup(
+            choices=names, value=default_methods, label=f"Methods ({MIN_METHODS} to {MAX_METHODS})", elem_id="compare-methods",
+        )
+        with gr.Accordion("Gold evidence: mark each result hit or miss", open=False, elem_id="compare-gold-panel"):
+            with gr.Row():
+                bench = gr.Dropdown(
+                    choices=[("(none)", "")] + [(b.name, str(b)) for b in benches], value="", label="Benchmark collection",
+                    info="Pick one to choose among its questions." if benches else "No benchmark folders on this server; type gold pages instead.",
+                    elem_id="compare-bench", scale=1,
+                )
+                bench_question = gr.Dropdown(choices=[], value=None, label="Benchmark question", elem_id="compare-bench-question", scale=2)
+            gold = gr.Textbox(
+                label="Gold pages", lines=2, elem_id="compare-gold",
+                placeholder="policy_brief.pdf p.2 (one per line; a file name alone means any page of it)",
+            )
+            corpus = gr.Radio(
+                [("My documents", WORKSPACE), ("The benchmark's corpus (ingested once on first use)", BENCH)], value=WORKSPACE,
+                label="Search in", elem_id="compare-corpus",
+            )
+        settings_note = gr.HTML(elem_id="compare-settings-note")
+        summary = gr.HTML(BEFORE_COMPARING, elem_id="compare-summary")
+        overlap = gr.HTML(elem_id="compare-overlap")
+        columns = gr.HTML(elem_id="compare-columns")
+        questions_state = gr.State({})  # question id -> (question, gold text) of the chosen collection
+
+    @user_errors
+    def load_bench(bench_path: str, workspace_value: str):
+        if not bench_path:
+            return gr.update(choices=[], value=None), {}
+        qs = service.benchmark_questions(Path(bench_path), session_workspace(workspace_value), limit=MAX_BENCH_QUESTIONS)
+        table = {q.id: (q.question, gold_text(q.gold)) for q in qs}
+        choices = [(f"{q.id}: {snippet(q.question, 90)}", q.id) for q in qs]
+        return gr.update(choices=choices, value=None), table
+
+    def pick_question(qid: str | None, table: dict):
+        if not qid or qid not in table:
+            return gr.update(), gr.update(), gr.update()
+        text, gold_lines = table[qid]
+        return text, gold_lines, BENCH
+
+    @gpu_task
+    @user_errors
+    def compare(workspace_value: str, settings, text: str, chosen: list[str], gold_value: str, where: str, bench_path: str,
+                progress=gr.Progress()):
+        ws = session_workspace(workspace_value)
+        if not MIN_METHODS <= len(chosen or []) <= MAX_METHODS:
+            raise StrataError(f"Tick {MIN_METHODS} to {MAX_METHODS} methods to compare ({len(chosen or [])} ticked).")
+        gold_refs = service.parse_gold(gold_value)
+        if where == BENCH:
+            if not bench_path:
+                raise StrataError("Pick a benchmark collection to search its corpus, or search in your documents.")
+            progress(0, desc="Preparing the benchmark's corpus")
+            ws = service.prepare_benchmark(
+                Path(bench_path), ws, lambda ev: progress((ev.done, ev.total), desc=f"ingesting {ev.doc}", unit="files")
+                if ev.stage in ("open", "done", "failed") else None,
+            )
+        opts = settings.ask_options()
+        progress(0.1, desc=f"Asking {len(chosen)} methods")
+        results = service.compare(ws, text, chosen, top_k=settings.top_k, **opts)
+        hits = found = None
+        if gold_refs:
+            hits = [service.gold_hits(r.results, gold_refs) for r in results]
+            found = [gold_found(r, gold_refs) for r in results]
+        note = (
+            f'<div class="st-muted">top-k {settings.top_k} · evidence budget {settings.token_budget} tokens · '
+            f"LLM {esc(settings.describe())} (change these in Settings)</div>"
+        )
+        return note, render_summary(results, hits, found), render_overlap(results), render_columns(results, hits)
+
+    bench.change(load_bench, inputs=[bench, workspace], outputs=[bench_question, questions_state], api_visibility="private")
+    bench_question.input(pick_question, inputs=[bench_question, questions_state], outputs=[question, gold, corpus], api_visibility="private")
+    inputs = [workspace, session_settings, question, methods, gold, corpus, bench]
+    outputs = [settings_note, summary, overlap, columns]
+    for trigger in (compare_button.click, question.submit):
+        trigger(compare, inputs=inputs, outputs=outputs, concurrency_limit=2, concurrency_id="compare",
+                show_progress_on=[summary], api_visibility="private")
+    return CompareTab(question=question, compare_button=compare_button)
+
