@@ -19,6 +19,8 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+from pydantic import Field
+
 from backend.config import LLMSettings, Settings
 from backend.errors import ConfigError, EmptyCorpusError, StrataError, WorkspaceError
 from backend.eval.gold import BenchQuestion, GoldRef, load_questions, parse_gold, result_hits
@@ -37,12 +39,17 @@ from backend.reader import EvidenceReader
 from backend.retrieval.base import Retriever, get_retriever_class, method_names
 from backend.types import (
     AskResult,
+    BBox,
     Block,
     BlockKind,
+    DocId,
     Document,
     Highlight,
     IngestReport,
     MethodInfo,
+    Model,
+    NodeId,
+    NodeKind,
     PageView,
     ParamInfo,
     ProgressEvent,
@@ -68,6 +75,21 @@ BLOCK_COLORS = {
     BlockKind.FOOTER: "#9ca3af",
     BlockKind.PAGE_NUMBER: "#9ca3af",
 }
+
+
+class NodeBrief(Model):
+    """Where a node id met in a trace or a pack sits and what it says, for the UI's replay.
+    (A view of the service like PageView; kept here until types.py grows a home for it.)"""
+
+    id: NodeId
+    kind: NodeKind
+    doc: str = Field(description="File name of the document.")
+    doc_id: DocId
+    page: int
+    bbox: BBox | None = None
+    label: str | None = None
+    section_path: list[str] = Field(default_factory=list)
+    text: str
 
 
 class Service:
@@ -271,23 +293,48 @@ class Service:
         reader = settings.reader.model_copy(update={"llm_backend": backend})
         return build_llm(settings.model_copy(update={"reader": reader}))
 
+    @staticmethod
+    def llm_backends() -> tuple[str, ...]:
+        """The LLM backends a question can be answered with (the UI's backend menu)."""
+        return LLM_BACKENDS
+
     def retriever(self, method: str, corpus: Corpus, llm: LLMBackend | None = None) -> Retriever:
         cls = get_retriever_class(method)
         return cls(
             corpus, self.encoder, self.settings, sub_encoder=self.encoders.sub, llm=llm or self.llm(), image_encoder=self.image_encoder
         )
 
-    def repack(self, workspace: Path, result: AskResult, budget: int) -> AskResult:
-        """Pack the same ranked results under another token budget and read again."""
+    def repack(
+        self, workspace: Path, result: AskResult, budget: int, llm_backend: str | None = None,
+        llm_settings: LLMSettings | None = None,
+    ) -> AskResult:
+        """Pack the same ranked results under another token budget and read again (with
+        `llm_backend` and `llm_settings` when given, as in `ask`)."""
         corpus = self.corpus(workspace)
         hits = [ScoredNode(node_id=r.node_id, score=r.score, why=r.why) for r in result.results if r.node_id in corpus.nodes]
         packer = TokenBudgetPacker(corpus, self.encoder.count_tokens, self.settings.reader.associates_per_anchor)
         pack = packer.pack(result.question, hits, budget)
-        llm = self.llm()
+        llm = self.llm(llm_backend, llm_settings)
         answer = EvidenceReader(corpus, llm, self.settings.reader.abstain_threshold).read(
             result.question, self._question_vectors(result.question), pack
         )
         return result.model_copy(update={"pack": pack, "answer": answer})
+
+    def describe_nodes(self, workspace: Path, ids: list[str]) -> dict[str, NodeBrief]:
+        """Document, page, kind and text of the given node ids (documents, sections, units,
+        entities). Ids not in the workspace (a run imported from another one) are left out."""
+        corpus = self.corpus(workspace)
+        out: dict[str, NodeBrief] = {}
+        for node_id in dict.fromkeys(ids):
+            node = corpus.nodes.get(node_id)
+            if node is None:
+                continue
+            doc = corpus.documents.get(node.doc)
+            out[node_id] = NodeBrief(
+                id=node_id, kind=node.kind, doc=doc.file_name if doc else node.doc, doc_id=node.doc, page=node.page,
+                bbox=node.bbox, label=node.label, section_path=corpus.section_path(node_id), text=node.text,
+            )
+        return out
 
     def _question_vectors(self, question: str):
         return self.encoders.text.encode([question])[0], self.encoders.sub.encode([question])[0]

@@ -62,7 +62,7 @@ def build(service: Service, sample_workspace: Path | None = None) -> gr.Blocks:
         with gr.Tabs():
             library_tab = library.build(service, workspace, sample_workspace)
             parse_tab = parse.build(service, workspace)
-            ask.build(service, workspace, with_examples=sample_workspace is not None)
+            ask.build(service, workspace, with_examples=sample_workspace is not None, session_settings=session_settings)
             compare.build(service, workspace, session_settings)
             evaluate.build(service, workspace, session_settings)
             settings_tab.build(service, session_settings)

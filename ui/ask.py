@@ -1,23 +1,29 @@
-"""Ask tab: a question, a retrieval method and its budget in; the answer (or a clearly marked
-abstention) with numbered citations out, the cited box shown on its page, the ranked results,
-the packed evidence and the retriever's trace.
+"""Ask tab: a question, a retrieval method with its parameters, the LLM backend, top-k and the
+evidence budget in; the answer (or a clearly marked abstention) with numbered citation chips
+out. A chip shows the cited sentence, row or region boxed on its page. Below: the traversal
+replay (ui/replay.py), the packed evidence as a tree with a budget slider that re-packs on
+release, the ranked results, and saving a run as JSON or loading one back into the views.
 
-Only the citations of the last answer are kept in the session state (small records), so that
-picking another citation can draw its page without asking again.
+The session keeps the last run (an `AskResult`) in a `gr.State`, so picking a citation,
+re-packing or exporting needs no new question. This module only wires callbacks: each unpacks,
+makes one service call and hands the result to the pure renderers.
 """
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import gradio as gr
+from pydantic import ValidationError
 
-from backend.errors import WorkspaceError
-from backend.service import Service
-from backend.types import Citation, Highlight
-from ui import render
+from backend.errors import StrataError, WorkspaceError
+from backend.service import NodeBrief, Service
+from backend.types import AskResult, Citation, Highlight, MethodInfo, ParamInfo
+from ui import render, replay
 from ui.common import session_workspace, user_errors
+from ui.spaces_gpu import gpu_task
 
 SELECTED_COLOR = "#ff2d55"
 OTHER_COLOR = "#f59e0b"
@@ -29,8 +35,23 @@ SAMPLE_QUESTIONS = [
 ]
 BEFORE_ASKING = render.empty_state(
     "Ask a question about the documents in your workspace.",
-    "Type it above and press Ask. The answer cites the passages it rests on; pick a citation to see it on its page.",
+    "Type it above and press Ask. The answer cites the passages it rests on; click a numbered chip to see it on its page.",
 )
+NO_PACK = render.empty_state("No evidence packed yet.", "Ask a question; the evidence given to the reader shows here.")
+LLM_BACKEND_LABELS = {
+    "rules": "rules (offline heuristics)",
+    "openai": "openai (OpenAI-compatible server)",
+    "hf": "hf (local transformers model)",
+}
+RUNS_DIR = Path(tempfile.gettempdir()) / "strata_runs"  # Gradio serves files from the temp dir
+MAX_RUN_BYTES = 20 * 1024 * 1024
+# Every element with data-cite (answer chips, citation cards) opens that citation on its page.
+CITE_CLICK_JS = """
+element.addEventListener('click', (event) => {
+  const chip = event.target.closest('[data-cite]');
+  if (chip) { trigger('click', {n: Number(chip.dataset.cite)}); }
+});
+"""
 
 
 @dataclass(slots=True)
@@ -39,10 +60,13 @@ class AskTab:
     ask_button: gr.Button
 
 
-def build(service: Service, workspace: gr.State, with_examples: bool) -> AskTab:
-    methods = service.methods()
+def build(service: Service, workspace: gr.State, with_examples: bool, session_settings: gr.State | None = None) -> AskTab:
+    """The tab. `session_settings` (the Settings tab's per-session state, with `llm`, `llm_backend`,
+    `top_k` and `token_budget`) supplies the model server settings and follows into the menus here."""
+    methods = {m.name: m for m in service.methods()}
     settings = service.settings
-    default_method = settings.retrieval.default_method
+    default_method = settings.retrieval.default_method if settings.retrieval.default_method in methods else next(iter(methods))
+    param_slots = max((len(m.params) for m in methods.values()), default=0)
     with gr.Tab("Ask", id="ask"):
         with gr.Row(equal_height=True):
             question = gr.Textbox(
@@ -52,49 +76,76 @@ def build(service: Service, workspace: gr.State, with_examples: bool) -> AskTab:
             ask_button = gr.Button("Ask", variant="primary", scale=1, elem_id="ask-button")
         with gr.Row():
             method = gr.Dropdown(
-                label="Method", choices=[(m.name, m.name) for m in methods],
-                value=default_method if any(m.name == default_method for m in methods) else methods[0].name,
-                info=_method_help(methods, default_method), scale=2, elem_id="ask-method",
+                label="Method", choices=list(methods), value=default_method, info=methods[default_method].description,
+                scale=3, elem_id="ask-method",
+            )
+            llm_backend = gr.Dropdown(
+                label="LLM backend", choices=[(LLM_BACKEND_LABELS.get(b, b), b) for b in service.llm_backends()],
+                value=settings.reader.llm_backend, info="Used by the method's prompts and the reader; rules needs no model.",
+                scale=2, elem_id="ask-llm",
             )
             top_k = gr.Slider(1, 50, value=settings.retrieval.top_k, step=1, label="Top-k results", scale=2, elem_id="ask-top-k")
             budget = gr.Slider(
                 128, 8192, value=settings.reader.token_budget, step=64, label="Evidence token budget", scale=2,
                 elem_id="ask-budget",
             )
+        with gr.Accordion(_params_title(methods[default_method]), open=False, elem_id="ask-params-panel") as params_panel:
+            with gr.Row():
+                slots = [
+                    gr.Slider(**_slot_props(_param_at(methods[default_method], i)), min_width=200, elem_id=f"ask-param-{i}")
+                    for i in range(param_slots)
+                ]
         if with_examples:
             gr.Examples(SAMPLE_QUESTIONS, inputs=[question], label="Questions about the sample corpus")
-        citations_state = gr.State([])
+        run_state = gr.State(None)
         with gr.Row(equal_height=False):
             with gr.Column(scale=1):
-                answer = gr.HTML(BEFORE_ASKING, elem_id="ask-answer")
-                citations = gr.HTML(elem_id="ask-citations")
+                answer = gr.HTML(BEFORE_ASKING, elem_id="ask-answer", js_on_load=CITE_CLICK_JS)
+                citations = gr.HTML(elem_id="ask-citations", js_on_load=CITE_CLICK_JS)
                 facts = gr.HTML(elem_id="ask-facts")
             with gr.Column(scale=1):
-                citation_pick = gr.Radio(label="Show citation", choices=[], value=None, elem_id="ask-citation-pick")
                 citation_image = gr.Image(
                     type="pil", format="png", label="Cited passage on its page", interactive=False, height=560,
                     elem_id="ask-citation-image", buttons=["fullscreen", "download"],
                 )
+        with gr.Accordion("Traversal replay", open=False, elem_id="ask-trace-panel") as replay_accordion:
+            panel = replay.build_replay()
+        with gr.Accordion("Packed evidence", open=False, elem_id="ask-pack-panel"):
+            repack_budget = gr.Slider(
+                128, 8192, value=settings.reader.token_budget, step=64, label="Re-pack under this budget (on release)",
+                interactive=False, elem_id="ask-repack-budget",
+            )
+            pack = gr.HTML(NO_PACK, elem_id="ask-pack")
         with gr.Accordion("Ranked results", open=False, elem_id="ask-results-panel"):
             results = gr.Dataframe(
                 headers=render.RESULT_HEADERS, datatype="str", interactive=False, wrap=True, elem_id="ask-results",
                 max_height=420, column_widths=["6%", "15%", "6%", "9%", "24%", "7%", "33%"],
             )
-        with gr.Accordion("Packed evidence", open=False, elem_id="ask-pack-panel"):
-            pack = gr.HTML(elem_id="ask-pack")
-        with gr.Accordion("Retrieval trace", open=False, elem_id="ask-trace-panel"):
-            trace = gr.HTML(elem_id="ask-trace")
+        with gr.Accordion("Save or load a run", open=False, elem_id="ask-run-panel"):
+            gr.Markdown(
+                "A run (question, results, trace, packed evidence and answer) saves as one JSON file. "
+                "Load one to replay it here; its citations open when its documents are in this workspace.",
+                elem_classes=["st-small"],
+            )
+            with gr.Row(equal_height=True):
+                export = gr.DownloadButton("Download run (JSON)", value=None, interactive=False, elem_id="ask-export")
+                run_file = gr.File(
+                    label="Load a run (JSON)", file_types=[".json"], type="filepath", file_count="single",
+                    elem_id="ask-import", height=120,
+                )
 
-    def doc_ids_by_file(ws: Path) -> dict[str, str]:
-        return {d.file_name: d.id for d in service.documents(ws)}
+    def briefs(ws: Path, result: AskResult) -> dict[str, NodeBrief]:
+        out = replay.briefs_from_result(result)
+        out.update(service.describe_nodes(ws, replay.run_node_ids(result)))
+        return out
 
     def citation_page(ws: Path, cites: list[Citation], n: int | None):
         chosen = next((c for c in cites if c.n == n), None)
         if chosen is None:
             return None
-        doc_id = doc_ids_by_file(ws).get(chosen.doc)
+        doc_id = next((d.id for d in service.documents(ws) if d.file_name == chosen.doc), None)
         if doc_id is None:
-            raise WorkspaceError(f"The cited document '{chosen.doc}' is no longer in this workspace; ask again.")
+            raise WorkspaceError(f"The cited document '{chosen.doc}' is not in this workspace; upload it or ask again.")
         # The other citations on the same page are drawn too, in a quieter colour.
         highlights = [
             Highlight(bbox=c.bbox, color=OTHER_COLOR, label=f"[{c.n}]")
@@ -105,38 +156,185 @@ def build(service: Service, workspace: gr.State, with_examples: bool) -> AskTab:
             highlights.append(Highlight(bbox=chosen.bbox, color=SELECTED_COLOR, label=f"[{chosen.n}]"))
         return service.render_page(ws, doc_id, chosen.page, highlights)
 
-    @user_errors
-    def ask(workspace_value: str, text: str, method_name: str, k: float, budget_tokens: float):
-        ws = session_workspace(workspace_value)
-        result = service.ask(ws, text, method=method_name, top_k=int(k), budget=int(budget_tokens))
+    def first_page(ws: Path, cites: list[Citation]):
+        """The first citation's page, or None (with a note) when its document is not here."""
+        try:
+            return citation_page(ws, cites, cites[0].n if cites else None)
+        except WorkspaceError as exc:
+            gr.Info(str(exc))
+            return None
+
+    def export_file(ws: Path, result: AskResult) -> str:
+        folder = RUNS_DIR / ws.name  # one file per session, overwritten by each run
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"strata-run-{result.method}.json"
+        path.write_text(result.model_dump_json(indent=1), encoding="utf-8")
+        return str(path)
+
+    def show_run(ws: Path, result: AskResult) -> tuple:
+        """Every view of a run: answer side, replay, pack, results, export."""
         cites = result.answer.citations
-        first = cites[0].n if cites else None
+        nodes = briefs(ws, result)
+        frames = replay.replay_frames(result.trace, nodes)
         return (
             render.render_answer(result),
-            render.render_citations(cites, selected=first),
+            render.render_citations(cites, selected=cites[0].n if cites else None),
             render.render_run_facts(result),
-            gr.update(choices=[(render.citation_label(c), c.n) for c in cites], value=first),
-            citation_page(ws, cites, first),
+            first_page(ws, cites),
             {"headers": render.RESULT_HEADERS, "data": render.result_rows(result.results)},
-            render.render_pack(result.pack),
-            render.render_trace(result.trace),
-            cites,
+            replay.render_pack_tree(result.pack, nodes),
+            gr.update(value=result.pack.budget, interactive=True),
+            gr.update(label=f"Traversal replay: {result.method}, {len(result.trace.steps)} step(s)"),
+            replay.render_replay_header(result),
+            *replay.loaded(frames),
+            result,
+            gr.update(value=export_file(ws, result), interactive=True),
         )
 
+    @gpu_task
     @user_errors
-    def show_citation(workspace_value: str, cites: list[Citation], n: int | None):
+    def ask(workspace_value: str, session, text: str, method_name: str, backend: str, k: float, budget_tokens: float, *values):
         ws = session_workspace(workspace_value)
-        return citation_page(ws, cites, n), render.render_citations(cites, selected=n)
+        info = methods.get(method_name)
+        if info is None:
+            raise StrataError(f"Unknown method '{method_name}'. Pick one from the Method menu.")
+        result = service.ask(
+            ws, text, method=method_name, top_k=int(k), params=_param_values(info, values), budget=int(budget_tokens),
+            llm_backend=backend, llm_settings=getattr(session, "llm", None),
+        )
+        return show_run(ws, result)
 
-    outputs = [answer, citations, facts, citation_pick, citation_image, results, pack, trace, citations_state]
-    inputs = [workspace, question, method, top_k, budget]
+    @user_errors
+    def show_citation(workspace_value: str, result: AskResult | None, evt: gr.EventData):
+        n = getattr(evt, "n", None)  # set by CITE_CLICK_JS
+        if result is None or not isinstance(n, (int, float)):
+            return gr.skip(), gr.skip()
+        ws = session_workspace(workspace_value)
+        cites = result.answer.citations
+        return citation_page(ws, cites, int(n)), render.render_citations(cites, selected=int(n))
+
+    @gpu_task
+    @user_errors
+    def repack(workspace_value: str, session, result: AskResult | None, budget_tokens: float):
+        if result is None:
+            return (gr.skip(),) * 7
+        ws = session_workspace(workspace_value)
+        backend = result.llm_backend.split(":", 1)[0]  # "openai:<model>" -> openai
+        new = service.repack(
+            ws, result, int(budget_tokens), llm_backend=backend if backend in service.llm_backends() else None,
+            llm_settings=getattr(session, "llm", None),
+        )
+        cites = new.answer.citations
+        return (
+            render.render_answer(new),
+            render.render_citations(cites, selected=cites[0].n if cites else None),
+            first_page(ws, cites),
+            replay.render_pack_tree(new.pack, briefs(ws, new)),
+            new,
+            gr.update(value=export_file(ws, new), interactive=True),
+            render.render_run_facts(new),
+        )
+
+    @gpu_task
+    @user_errors
+    def load_run(workspace_value: str, path: str | None):
+        if not path:
+            return (gr.skip(),) * (len(run_outputs) + 1)
+        ws = session_workspace(workspace_value)
+        # The file box is emptied once the run is shown, ready for the next file.
+        return (*show_run(ws, read_run(Path(path))), None)
+
+    def choose_method(name: str):
+        info = methods.get(name)
+        if info is None:
+            return (gr.skip(),) * (2 + len(slots))
+        return (
+            gr.update(info=info.description),
+            gr.update(label=_params_title(info)),
+            *[gr.update(**_slot_props(_param_at(info, i))) for i in range(len(slots))],
+        )
+
+    def follow_settings(session):
+        """The Settings tab's choices become this tab's defaults (the menus can still differ per question)."""
+        if session is None:
+            return gr.skip(), gr.skip(), gr.skip()
+        return session.llm_backend, session.top_k, session.token_budget
+
+    session = session_settings if session_settings is not None else gr.State(None)
+    run_outputs = [
+        answer, citations, facts, citation_image, results, pack, repack_budget, replay_accordion, panel.header,
+        *panel.load_outputs, run_state, export,
+    ]
+    inputs = [workspace, session, question, method, llm_backend, top_k, budget, *slots]
+    # The tab's events stay out of the API docs: programs use the named /ask endpoint (ui/api.py).
+    private = {"api_visibility": "private"}
     for trigger in (ask_button.click, question.submit):
         # Progress (and an error) shows on the answer box only, not on every panel.
-        trigger(ask, inputs=inputs, outputs=outputs, concurrency_limit=4, concurrency_id="ask", show_progress_on=[answer])
-    citation_pick.input(show_citation, inputs=[workspace, citations_state, citation_pick], outputs=[citation_image, citations])
-    method.input(lambda name: gr.update(info=_method_help(methods, name)), inputs=[method], outputs=[method])
+        trigger(
+            ask, inputs=inputs, outputs=run_outputs, concurrency_limit=4, concurrency_id="ask", show_progress_on=[answer],
+            **private,
+        )
+    answer.click(show_citation, inputs=[workspace, run_state], outputs=[citation_image, citations], **private)
+    citations.click(show_citation, inputs=[workspace, run_state], outputs=[citation_image, citations], **private)
+    repack_budget.release(
+        repack, inputs=[workspace, session, run_state, repack_budget],
+        outputs=[answer, citations, citation_image, pack, run_state, export, facts], show_progress_on=[pack],
+        concurrency_limit=4, concurrency_id="ask", **private,
+    )
+    run_file.upload(
+        load_run, inputs=[workspace, run_file], outputs=[*run_outputs, run_file], show_progress_on=[answer], **private
+    )
+    method.change(choose_method, inputs=[method], outputs=[method, params_panel, *slots], queue=False, **private)
+    if session_settings is not None:
+        session_settings.change(follow_settings, inputs=[session_settings], outputs=[llm_backend, top_k, budget], **private)
     return AskTab(question=question, ask_button=ask_button)
 
 
-def _method_help(methods, name: str) -> str:
-    return next((m.description for m in methods if m.name == name), "")
+def read_run(path: Path) -> AskResult:
+    """A run JSON file as an AskResult, or a StrataError that says what is wrong with the file."""
+    name = path.name
+    try:
+        if path.stat().st_size > MAX_RUN_BYTES:
+            raise StrataError(f"'{name}' is larger than {MAX_RUN_BYTES // (1024 * 1024)} MB; a Strata run file is far smaller.")
+        data = path.read_bytes()
+    except OSError as exc:
+        raise StrataError(f"Could not read '{name}': {exc.strerror or exc}. Upload the file again.") from None
+    try:
+        return AskResult.model_validate_json(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ())) or "the top level"
+        raise StrataError(
+            f"'{name}' is not a Strata run ({exc.error_count()} problem(s); first at {where}: {first.get('msg', 'invalid')}). "
+            "Load a file saved with 'Download run (JSON)'."
+        ) from None
+
+
+def _params_title(info: MethodInfo) -> str:
+    return f"Method parameters: {info.name} ({len(info.params)})" if info.params else f"Method parameters: {info.name} has none"
+
+
+def _param_at(info: MethodInfo, i: int) -> ParamInfo | None:
+    return info.params[i] if i < len(info.params) else None
+
+
+def _slot_props(p: ParamInfo | None) -> dict:
+    """Slider settings that show parameter p (integers step by 1), or hide an unused slot."""
+    if p is None:
+        return {"visible": False, "label": "unused", "minimum": 0, "maximum": 1, "value": 0, "step": 1}
+    is_int = all(isinstance(v, int) and not isinstance(v, bool) for v in (p.default, p.minimum, p.maximum))
+    step = 1 if is_int else max(round((p.maximum - p.minimum) / 100, 4), 0.0001)
+    return {
+        "visible": True, "label": p.name, "info": p.description, "minimum": p.minimum, "maximum": p.maximum,
+        "value": p.default, "step": step,
+    }
+
+
+def _param_values(info: MethodInfo, values: tuple) -> dict[str, int | float]:
+    """The method's parameters from the slider slots, typed like their defaults."""
+    out: dict[str, int | float] = {}
+    for p, v in zip(info.params, values):
+        if v is None:
+            continue
+        out[p.name] = int(round(v)) if isinstance(p.default, int) and not isinstance(p.default, bool) else float(v)
+    return out

@@ -269,7 +269,7 @@ def render_answer(result: AskResult) -> str:
             '<div class="st-answer st-abstain" data-abstained="true"><div class="st-answer-label">Not enough evidence</div>'
             f'<div>The documents do not answer this question well enough; no answer is given.</div>{reason}</div>'
         )
-    marks = " ".join(f'<sup class="st-cite-mark">[{c.n}]</sup>' for c in a.citations)
+    marks = " ".join(citation_chip(c) for c in a.citations)
     return (
         f'<div class="st-answer" data-abstained="false"><div class="st-answer-label">Answer '
         f'<span class="st-muted">confidence {a.confidence:.2f}</span></div>'
@@ -282,6 +282,14 @@ def citation_label(c: Citation) -> str:
     return f"[{c.n}] {c.doc}, p. {c.page}"
 
 
+def citation_chip(c: Citation) -> str:
+    """A numbered chip that opens citation n on its page (the Ask tab listens for data-cite clicks)."""
+    return (
+        f'<button type="button" class="st-cite-chip" data-cite="{c.n}" title="Show {esc(citation_label(c))} with the cited '
+        f'{esc(c.kind.value)} highlighted">[{c.n}]</button>'
+    )
+
+
 def render_citations(citations: list[Citation], selected: int | None = None) -> str:
     if not citations:
         return empty_state("No citations.")
@@ -289,7 +297,7 @@ def render_citations(citations: list[Citation], selected: int | None = None) -> 
     for c in citations:
         cls = "st-citation st-citation-selected" if c.n == selected else "st-citation"
         items.append(
-            f'<li class="{cls}" data-n="{c.n}"><div><b>[{c.n}]</b> <span class="st-doc">{esc(c.doc)}</span>, '
+            f'<li class="{cls}" data-n="{c.n}" data-cite="{c.n}"><div>{citation_chip(c)} <span class="st-doc">{esc(c.doc)}</span>, '
             f'page {c.page} <span class="st-kind">{esc(c.kind.value)}</span></div>'
             f'<div class="st-path">{esc(join_path(c.section_path))}</div>'
             f'<blockquote class="st-quote">{esc(c.text)}</blockquote></li>'
