@@ -16,20 +16,23 @@ import shutil
 import threading
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import Field
 
 from backend.config import LLMSettings, Settings
-from backend.errors import ConfigError, EmptyCorpusError, StrataError, WorkspaceError
+from backend.errors import BadPdfError, ConfigError, EmptyCorpusError, StrataError, WorkspaceError
 from backend.eval.gold import BenchQuestion, GoldRef, load_questions, parse_gold, result_hits
 from backend.eval.runner import EvalProgress, EvalReport, MetricRow, export_reports, list_benchmarks, metric_rows, run_eval, unpack_benchmark_zip
+from backend.graph import export as graph_export
 from backend.graph.corpus import Corpus
 from backend.graph.store import WorkspaceStore
 from backend.index.encoders import EncoderSet, QueryCachingEncoder, TextEncoder, WordLlamaEncoder, build_encoders
 from backend.index.image import ImageEncoder, build_image_encoder
 from backend.index.vector import gpu_available
+from backend.ingest.parser import PARSER_VERSION, file_sha256, open_validated
 from backend.ingest.pipeline import Ingestor
 from backend.llm.base import LLMBackend
 from backend.llm.factory import BACKENDS as LLM_BACKENDS
@@ -44,10 +47,15 @@ from backend.types import (
     BlockKind,
     DocId,
     Document,
+    FileEstimate,
+    GraphCounts,
+    GraphView,
     Highlight,
+    IngestEstimate,
     IngestReport,
     MethodInfo,
     Model,
+    NodeDetails,
     NodeId,
     NodeKind,
     PageView,
@@ -56,6 +64,7 @@ from backend.types import (
     ResultItem,
     ScoredNode,
     Section,
+    TableView,
     Trace,
 )
 
@@ -63,6 +72,10 @@ log = logging.getLogger(__name__)
 
 MAX_COMPARE_METHODS = 4  # side-by-side columns still fit a laptop screen
 SAMPLE_DIR = Path(__file__).resolve().parent.parent / "sample_corpus"
+# Ingest cost per page before this server has measured its own: parse + encode with MiniLM on a
+# loaded 2-core CPU ran at 0.8 pages/s (bench/RESULTS.md, "Ingest speed per stage").
+TYPICAL_SECONDS_PER_PAGE = 1.25
+LARGE_INGEST_S = 60.0  # estimates above this carry a warning before the user presses Ingest
 BLOCK_COLORS = {
     BlockKind.TITLE: "#7b2cbf",
     BlockKind.HEADING: "#d00000",
@@ -108,6 +121,7 @@ class Service:
         self._corpora: dict[Path, Corpus] = {}
         self._lock = threading.RLock()
         self._write_locks: dict[Path, threading.Lock] = {}
+        self._ingest_rates: deque[tuple[int, float]] = deque(maxlen=50)  # (pages, seconds) of recently parsed files
 
     # ---------------------------------------------------------------- shared pieces
 
@@ -183,11 +197,14 @@ class Service:
         with lock:
             store = self._store(key, create=True)
             try:
-                return Ingestor(self.settings, self.encoders, self.image_encoder).ingest(
+                report = Ingestor(self.settings, self.encoders, self.image_encoder).ingest(
                     store, [Path(f) for f in files], progress, display_names
                 )
             finally:
                 store.close()
+        with self._lock:
+            self._ingest_rates.extend((f.pages, f.seconds) for f in report.files if f.status in ("ingested", "replaced") and f.pages)
+        return report
 
     def documents(self, workspace: Path) -> list[Document]:
         if not (Path(workspace) / "strata.sqlite").exists():
@@ -417,6 +434,82 @@ class Service:
             if path.exists():
                 shutil.rmtree(path)
         log.info("removed session workspace %s", path.name)
+
+    # ---------------------------------------------------------------- graph views, export, ingest estimates
+
+    def _has_graph(self, workspace: Path) -> bool:
+        return (Path(workspace) / "strata.sqlite").exists()
+
+    def graph_counts(self, workspace: Path) -> GraphCounts:
+        """Nodes by layer and kind, edges by kind, of the workspace's whole graph (zeros when empty)."""
+        return graph_export.graph_counts(self.corpus(workspace)) if self._has_graph(workspace) else GraphCounts()
+
+    def graph_view(
+        self, workspace: Path, layers=None, node_kinds=None, edge_kinds=None, doc_ids=None, limit: int = 300
+    ) -> GraphView:
+        """The part of the graph that passes the filters (None = no filter), at most `limit` nodes."""
+        if not self._has_graph(workspace):
+            return GraphView(nodes=[], edges=[], total=GraphCounts(), matched=GraphCounts(), limit=limit, truncated=False)
+        return graph_export.graph_view(self.corpus(workspace), layers, node_kinds, edge_kinds, doc_ids, int(limit))
+
+    def node_details(self, workspace: Path, node_id: str, thumbnail_dpi: int = 60) -> NodeDetails:
+        """A node with its parent, neighbours and its page as a PNG with the node's box highlighted."""
+        details = graph_export.node_details(self.corpus(workspace), node_id)
+        highlights = [Highlight(bbox=details.bbox, label=details.kind.value)] if details.bbox else []
+        image = self.render_page(workspace, details.doc, details.page, highlights, dpi=thumbnail_dpi)
+        return details.model_copy(update={"thumbnail_png": self.png_bytes(image)})
+
+    def table_view(self, workspace: Path, node_id: str) -> TableView:
+        return graph_export.table_view(self.corpus(workspace), node_id)
+
+    def export_graph(
+        self, workspace: Path, fmt: str = "json", layers=None, node_kinds=None, edge_kinds=None, doc_ids=None
+    ) -> bytes:
+        """The graph as node-link JSON or GraphML (networkx); filters as in `graph_view`, no node limit."""
+        if not self._has_graph(workspace):
+            raise EmptyCorpusError("This workspace has no documents yet, so there is no graph to export. Ingest a PDF first.")
+        return graph_export.export_graph(self.corpus(workspace), fmt, layers, node_kinds, edge_kinds, doc_ids)
+
+    def estimate_ingest(self, workspace: Path, files: list[Path], display_names: list[str] | None = None) -> IngestEstimate:
+        """Pages and time an ingest of `files` will take, before it starts: each PDF is opened (page
+        tree only, nothing is parsed) and checked like the ingest does; seconds per page are those
+        this server measured on its recent ingests, else a typical CPU figure."""
+        names = display_names or [Path(f).name for f in files]
+        known = {d.sha256: d for d in self.documents(workspace)}
+        by_name = {d.file_name: d for d in known.values()}
+        out: list[FileEstimate] = []
+        for path, name in zip((Path(f) for f in files), names):
+            try:
+                with open_validated(path, self.settings.ingest) as pdf:
+                    pages = pdf.page_count
+            except BadPdfError as exc:
+                out.append(FileEstimate(file_name=name, status="invalid", reason=exc.reason))
+                continue
+            same = known.get(file_sha256(path))
+            if same is not None and same.parser_version == PARSER_VERSION:
+                status, reason = "unchanged", f"already in the workspace as {same.file_name}; it will be skipped"
+            elif name in by_name:
+                status, reason = "replaces", "a different version of this file is in the workspace; it will be replaced"
+            else:
+                status, reason = "new", ""
+            out.append(FileEstimate(file_name=name, pages=pages, bytes=path.stat().st_size, status=status, reason=reason))
+        with self._lock:
+            measured_pages = sum(p for p, _ in self._ingest_rates)
+            measured_s = sum(s for _, s in self._ingest_rates)
+        measured = measured_pages > 0
+        rate = measured_s / measured_pages if measured else TYPICAL_SECONDS_PER_PAGE
+        pages = sum(f.pages for f in out if f.status in ("new", "replaces"))
+        seconds = round(pages * rate, 1)
+        warnings = [f"{f.file_name} will fail: {f.reason}" for f in out if f.status == "invalid"]
+        limit = self.settings.max_upload_files
+        if len(out) > limit:
+            warnings.append(f"{len(out)} files were chosen; at most {limit} can be ingested at once. Upload them in smaller batches.")
+        if seconds > LARGE_INGEST_S:
+            warnings.append(
+                f"This is a large batch: about {seconds / 60:.0f} minute(s) for {pages} pages. "
+                "Consider uploading fewer files at once; you can use the other tabs while it runs."
+            )
+        return IngestEstimate(files=out, pages=pages, seconds=seconds, seconds_per_page=round(rate, 3), measured=measured, warnings=warnings)
 
     # ---------------------------------------------------------------- compare + evaluate
 

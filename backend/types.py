@@ -472,3 +472,105 @@ class PageView(Model):
     width: float
     height: float
     blocks: list[Block]
+
+
+# ---------------------------------------------------------------- graph tab views and ingest estimates
+# (the Graph tab, graph export, the Library's estimate before an ingest; built by backend/graph/export.py)
+
+
+class GraphCounts(Model):
+    """How many nodes and edges a graph (or the part of it that passes some filters) holds."""
+
+    nodes: int = 0
+    edges: int = 0
+    by_layer: dict[str, int] = Field(default_factory=dict, description="Layer name (document | component | ...) -> nodes.")
+    by_kind: dict[str, int] = Field(default_factory=dict, description="Node kind -> nodes.")
+    by_edge_kind: dict[str, int] = Field(default_factory=dict, description="Edge kind -> edges.")
+
+
+class GraphNodeView(Model):
+    id: NodeId
+    label: str = Field(description="Short plain-text label to draw (not escaped).")
+    kind: NodeKind
+    layer: Layer
+    doc: DocId
+    doc_name: str = Field(description="File name of the node's document.")
+    page: int
+    text: str = Field("", description="The opening of the node's text, for a tooltip (not escaped).")
+
+
+class GraphEdgeView(Model):
+    src: NodeId
+    dst: NodeId
+    kind: EdgeKind
+
+
+class GraphView(Model):
+    """The part of a workspace's graph that passes the filters, cut to a node limit."""
+
+    nodes: list[GraphNodeView]
+    edges: list[GraphEdgeView]
+    total: GraphCounts = Field(description="The whole graph of the workspace.")
+    matched: GraphCounts = Field(description="Nodes that pass the filters and edges between them, before the limit.")
+    limit: int
+    truncated: bool = Field(description="More nodes passed the filters than the limit let through.")
+
+
+class NeighbourView(Model):
+    node_id: NodeId
+    label: str
+    kind: NodeKind
+    edge_kind: EdgeKind
+    direction: Literal["out", "in"] = Field(description="out: this node -> neighbour; in: neighbour -> this node.")
+    provenance: str = ""
+
+
+class NodeDetails(Model):
+    """One node with where it sits: document, page, box, section path, parent and neighbours."""
+
+    model_config = ConfigDict(extra="forbid", ser_json_bytes="base64", val_json_bytes="base64")
+
+    id: NodeId
+    kind: NodeKind
+    layer: Layer
+    label: str
+    text: str
+    doc: DocId
+    doc_name: str
+    page: int
+    bbox: BBox | None = None
+    section_path: list[str] = Field(default_factory=list)
+    parent: NeighbourView | None = Field(None, description="The node that contains this one.")
+    neighbours: list[NeighbourView] = Field(default_factory=list)
+    neighbours_total: int = Field(0, description="All neighbours, when `neighbours` was cut short.")
+    thumbnail_png: bytes | None = Field(None, description="The node's page as a PNG with its box highlighted.")
+
+
+class TableView(Model):
+    """The cells of a table component, as the parser read them."""
+
+    node_id: NodeId
+    label: str | None = None
+    caption: str = ""
+    header: list[str]
+    rows: list[list[str]]
+    note: str = Field("", description="Why the cells may be incomplete (e.g. a very long table was cut).")
+
+
+class FileEstimate(Model):
+    file_name: str
+    pages: int = 0
+    bytes: int = 0
+    status: Literal["new", "replaces", "unchanged", "invalid"]
+    reason: str = ""
+
+
+class IngestEstimate(Model):
+    """What an ingest of some files will cost, read before it starts (page counts only)."""
+
+    files: list[FileEstimate]
+    pages: int = Field(description="Pages that will be parsed and encoded (new and replacing files).")
+    seconds: float
+    seconds_per_page: float
+    measured: bool = Field(description="The rate was measured on this server; otherwise it is a typical CPU figure.")
+    warnings: list[str] = Field(default_factory=list)

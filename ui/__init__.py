@@ -16,7 +16,7 @@ import gradio as gr
 
 from backend.errors import StrataError
 from backend.service import Service
-from ui import ask, library, parse
+from ui import ask, graph, library, parse
 from ui import api, compare, evaluate
 from ui import settings as settings_tab
 from ui.render import esc
@@ -62,6 +62,7 @@ def build(service: Service, sample_workspace: Path | None = None) -> gr.Blocks:
         with gr.Tabs():
             library_tab = library.build(service, workspace, sample_workspace)
             parse_tab = parse.build(service, workspace)
+            graph.build(service, workspace)
             ask.build(service, workspace, with_examples=sample_workspace is not None, session_settings=session_settings)
             compare.build(service, workspace, session_settings)
             evaluate.build(service, workspace, session_settings)
@@ -72,6 +73,11 @@ def build(service: Service, sample_workspace: Path | None = None) -> gr.Blocks:
             return str(service.new_session_workspace(base=sample_workspace))
 
         loaded = demo.load(start_session, outputs=[workspace])
+        # The documents list changes while an ingest runs (after each finished file): the Parse tab's
+        # picker grows with it instead of waiting for the whole batch.
+        library_tab.documents.change(
+            parse_tab.refresh, inputs=[workspace, parse_tab.document], outputs=[parse_tab.document], show_progress="hidden"
+        )
         for event in [loaded, *library_tab.changed]:
             event.then(library_tab.refresh, inputs=[workspace], outputs=library_tab.refresh_outputs).then(
                 parse_tab.refresh, inputs=[workspace, parse_tab.document], outputs=[parse_tab.document]

@@ -1,5 +1,6 @@
-"""Library tab: upload PDFs, watch them being ingested stage by stage, read the per-file report,
-list and remove the documents of this session's workspace.
+"""Library tab: upload PDFs, see what ingesting them will cost before starting, watch them being
+ingested stage by stage (the document list and the graph counts grow as each file finishes),
+read the per-file report, list and remove the documents of this session's workspace.
 
 Ingest runs `Service.ingest` in a worker thread; its progress callback puts `ProgressEvent`s
 into a queue and the Gradio callback (a generator) turns them into updated HTML as they come.
@@ -7,6 +8,7 @@ into a queue and the Gradio callback (a generator) turns them into updated HTML 
 
 from __future__ import annotations
 
+import logging
 import queue
 import time
 from collections.abc import Callable
@@ -16,10 +18,13 @@ from pathlib import Path
 
 import gradio as gr
 
+from backend.errors import StrataError
 from backend.service import Service
 from backend.types import Document, ProgressEvent
 from ui import render
 from ui.common import session_workspace, user_errors
+
+log = logging.getLogger(__name__)
 
 # How often the progress table is redrawn while no event arrives (the elapsed time still moves).
 IDLE_REFRESH_S = 0.5
@@ -29,8 +34,10 @@ IDLE_REFRESH_S = 0.5
 class LibraryTab:
     files: gr.File
     ingest_button: gr.Button
+    estimate: gr.HTML
     progress: gr.HTML
     report: gr.HTML
+    graph_counts: gr.HTML
     documents: gr.Dataframe
     remove_choice: gr.Dropdown
     remove_button: gr.Button
@@ -48,6 +55,10 @@ class ProgressBoard:
     def __init__(self, file_names: list[str]) -> None:
         self.rows = [render.FileProgress(file_name=n) for n in file_names]
         self._by_name = {r.file_name: r for r in self.rows}
+
+    @property
+    def finished(self) -> int:
+        return sum(r.finished for r in self.rows)
 
     def apply(self, event: ProgressEvent) -> None:
         row = self._by_name.get(event.doc)
@@ -70,6 +81,15 @@ def _documents_table(docs: list[Document]) -> dict:
 
 def _remove_choices(docs: list[Document]) -> dict:
     return gr.update(choices=render.document_choices(docs), value=None)
+
+
+def _graph_counts(service: Service, ws: Path, growing: bool = False) -> str:
+    """The graph counts line; while an ingest runs a failure to read them must not stop the progress view."""
+    try:
+        return render.render_graph_counts(service.graph_counts(ws), growing)
+    except StrataError as exc:
+        log.warning("could not count the graph of %s: %s", ws, exc)
+        return ""
 
 
 def build(service: Service, workspace: gr.State, sample_workspace: Path | None) -> LibraryTab:
@@ -95,7 +115,9 @@ def build(service: Service, workspace: gr.State, sample_workspace: Path | None) 
             with gr.Column(scale=1, min_width=200):
                 ingest_button = gr.Button("Ingest", variant="primary", elem_id="ingest-button")
                 gr.Markdown("Re-ingesting an unchanged file does nothing; a changed file with the same name replaces the old one.", elem_classes=["st-small"])
+        estimate = gr.HTML(elem_id="ingest-estimate")
         progress = gr.HTML(elem_id="ingest-progress")
+        graph_counts = gr.HTML(elem_id="ingest-graph")
         report = gr.HTML(elem_id="ingest-report")
         gr.Markdown("### Documents in this workspace")
         documents = gr.Dataframe(
@@ -122,7 +144,8 @@ def build(service: Service, workspace: gr.State, sample_workspace: Path | None) 
         board = ProgressBoard(names)
         events: queue.Queue[ProgressEvent] = queue.Queue()
         started = time.perf_counter()
-        yield render.render_progress(board.rows, 0.0, True), "", gr.skip(), gr.skip(), gr.skip()
+        yield render.render_progress(board.rows, 0.0, True), "", gr.skip(), gr.skip(), gr.skip(), gr.skip()
+        finished = 0
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="strata-ingest") as pool:
             future = pool.submit(service.ingest, ws, files, events.put, names)
             while not (future.done() and events.empty()):
@@ -133,7 +156,14 @@ def build(service: Service, workspace: gr.State, sample_workspace: Path | None) 
                 except queue.Empty:
                     pass
                 elapsed = time.perf_counter() - started
-                yield render.render_progress(board.rows, elapsed, True), gr.skip(), gr.skip(), gr.skip(), gr.skip()
+                progress_html = render.render_progress(board.rows, elapsed, True)
+                if board.finished > finished:
+                    # A document was stored: the list, the other tabs and the graph counts grow now, not at the end.
+                    finished = board.finished
+                    docs = service.documents(ws)
+                    yield progress_html, gr.skip(), _documents_table(docs), _remove_choices(docs), gr.skip(), _graph_counts(service, ws, True)
+                else:
+                    yield progress_html, gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()
             result = future.result()  # re-raises a failure of the ingest thread here
         docs = service.documents(ws)
         elapsed = time.perf_counter() - started
@@ -143,12 +173,21 @@ def build(service: Service, workspace: gr.State, sample_workspace: Path | None) 
             _documents_table(docs),
             _remove_choices(docs),
             None,
+            _graph_counts(service, ws),
         )
 
     @user_errors
+    def estimate_files(paths: list[str] | None, workspace_value: str):
+        if not paths:
+            return ""
+        files = [Path(p) for p in paths]
+        return render.render_estimate(service.estimate_ingest(session_workspace(workspace_value), files, [f.name for f in files]))
+
+    @user_errors
     def list_documents(workspace_value: str):
-        docs = service.documents(session_workspace(workspace_value))
-        return _documents_table(docs), _remove_choices(docs)
+        ws = session_workspace(workspace_value)
+        docs = service.documents(ws)
+        return _documents_table(docs), _remove_choices(docs), _graph_counts(service, ws)
 
     @user_errors
     def remove(doc_id: str | None, workspace_value: str):
@@ -158,7 +197,7 @@ def build(service: Service, workspace: gr.State, sample_workspace: Path | None) 
         removed = service.remove_document(ws, doc_id)
         docs = service.documents(ws)
         note = f'<div class="st-note">Removed {render.esc(removed.file_name)} from this workspace.</div>'
-        return _documents_table(docs), _remove_choices(docs), note
+        return _documents_table(docs), _remove_choices(docs), note, _graph_counts(service, ws)
 
     @user_errors
     def reset(workspace_value: str):
@@ -168,17 +207,24 @@ def build(service: Service, workspace: gr.State, sample_workspace: Path | None) 
             service.remove_session_workspace(Path(old))
         docs = service.documents(ws)
         note = '<div class="st-note">Started a fresh workspace.</div>'
-        return str(ws), _documents_table(docs), _remove_choices(docs), note, ""
+        return str(ws), _documents_table(docs), _remove_choices(docs), note, "", _graph_counts(service, ws)
 
     ingest_event = ingest_button.click(
-        ingest, inputs=[files, workspace], outputs=[progress, report, documents, remove_choice, files],
+        ingest, inputs=[files, workspace], outputs=[progress, report, documents, remove_choice, files, graph_counts],
         concurrency_limit=2, concurrency_id="ingest", show_progress="hidden",  # the progress table is the indicator
     )
-    remove_event = remove_button.click(remove, inputs=[remove_choice, workspace], outputs=[documents, remove_choice, report])
-    reset_event = reset_button.click(reset, inputs=[workspace], outputs=[workspace, documents, remove_choice, report, progress])
+    # The estimate shows as soon as the files are uploaded, before Ingest is pressed (and clears with them).
+    files.change(estimate_files, inputs=[files, workspace], outputs=[estimate], show_progress="minimal")
+    remove_event = remove_button.click(
+        remove, inputs=[remove_choice, workspace], outputs=[documents, remove_choice, report, graph_counts]
+    )
+    reset_event = reset_button.click(
+        reset, inputs=[workspace], outputs=[workspace, documents, remove_choice, report, progress, graph_counts]
+    )
     return LibraryTab(
-        files=files, ingest_button=ingest_button, progress=progress, report=report, documents=documents,
+        files=files, ingest_button=ingest_button, estimate=estimate, progress=progress, report=report,
+        graph_counts=graph_counts, documents=documents,
         remove_choice=remove_choice, remove_button=remove_button, reset_button=reset_button,
         changed=[ingest_event, remove_event, reset_event],
-        refresh=list_documents, refresh_outputs=[documents, remove_choice],
+        refresh=list_documents, refresh_outputs=[documents, remove_choice, graph_counts],
     )

@@ -19,12 +19,15 @@ from backend.types import (
     Document,
     EvidencePack,
     FileReport,
+    GraphCounts,
+    IngestEstimate,
     IngestReport,
     RankSectionsStep,
     RankStep,
     ResultItem,
     RouteDocsStep,
     Section,
+    TableView,
     Trace,
 )
 
@@ -234,8 +237,9 @@ def render_section_tree(sections: list[Section], current: str | None = None, pag
     return f'<div class="st-tree">{branch(None)}</div>'
 
 
-def render_blocks(blocks: list[Block], colors: Mapping[BlockKind, str]) -> str:
-    """The blocks of one page in reading order, numbered like the boxes on the page image."""
+def render_blocks(blocks: list[Block], colors: Mapping[BlockKind, str], selected: int | None = None) -> str:
+    """The blocks of one page in reading order, numbered like the boxes on the page image. Each row
+    carries data-block (its index) so a click can select it; `selected` marks the selected one."""
     if not blocks:
         return empty_state("No layout blocks on this page.", "It may be an empty or image-only page.")
     rows = []
@@ -247,8 +251,10 @@ def render_blocks(blocks: list[Block], colors: Mapping[BlockKind, str]) -> str:
         if b.confidence is not None:
             extra.append(f"conf {b.confidence:.2f}")
         text = esc(b.text).replace("\n", "<br>") if b.kind == BlockKind.TABLE else esc(snippet(b.text, 400))
+        row_cls = "st-block-row st-block-selected" if i == selected else "st-block-row"
         rows.append(
-            f'<tr><td class="st-num">{i + 1}</td><td class="st-nowrap"><span class="st-kind" style="border-color:{esc(color)}">'
+            f'<tr class="{row_cls}" data-block="{i}" title="Show this block on the page">'
+            f'<td class="st-num">{i + 1}</td><td class="st-nowrap"><span class="st-kind" style="border-color:{esc(color)}">'
             f'{esc(b.kind.value)}</span> <span class="st-muted">{esc(" ".join(extra))}</span></td>'
             f'<td class="st-block-text">{text}</td></tr>'
         )
@@ -427,3 +433,95 @@ def _rank(step: RankStep, limit: int = 15) -> tuple[str, str]:
 
 
 _STEP_RENDERERS = {"rank": _rank, "route_docs": _route_docs, "rank_sections": _rank_sections}
+
+
+# ---------------------------------------------------------------- library: estimate and graph counts; parse: selected unit
+
+_ESTIMATE_STATUS = {"new": "new", "replaces": "replaces", "unchanged": "skipped", "invalid": "will fail"}
+
+
+def duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def file_size(n_bytes: int) -> str:
+    return f"{n_bytes / 2**20:.1f} MiB" if n_bytes >= 2**20 else f"{max(1, round(n_bytes / 1024))} KB"
+
+
+def render_estimate(est: IngestEstimate) -> str:
+    """What pressing Ingest will cost: pages to process, time at the measured rate, and warnings."""
+    if not est.files:
+        return ""
+    basis = "measured on this server" if est.measured else "typical for a CPU; not yet measured on this server"
+    head = (
+        f"About <b>{esc(duration(est.seconds))}</b> for <b>{est.pages}</b> page(s) to process "
+        f'<span class="st-muted">({est.seconds_per_page:.2f} s per page, {esc(basis)})</span>'
+        if est.pages
+        else "Nothing to process: every chosen file is already in the workspace or cannot be read."
+    )
+    rows = "".join(
+        f'<tr data-file="{esc(f.file_name)}" data-status="{esc(f.status)}"><td class="st-file">{esc(f.file_name)}</td>'
+        f'<td class="st-num">{f.pages or ""}</td><td class="st-num">{file_size(f.bytes) if f.bytes else ""}</td>'
+        f'<td><span class="st-badge st-badge-{"failed" if f.status == "invalid" else "ok" if f.status != "unchanged" else "unchanged"}">'
+        f'{esc(_ESTIMATE_STATUS[f.status])}</span> <span class="st-muted">{esc(f.reason)}</span></td></tr>'
+        for f in est.files
+    )
+    warnings = "".join(f"<li>{esc(w)}</li>" for w in est.warnings)
+    return (
+        f'<div class="st-estimate" data-pages="{est.pages}" data-seconds="{est.seconds:.1f}">'
+        f'<div class="st-estimate-head">Before you press Ingest: {head}</div>'
+        f'<table class="st-table"><thead><tr><th>File</th><th>Pages</th><th>Size</th><th>Will be</th></tr></thead>'
+        f"<tbody>{rows}</tbody></table>"
+        + (f'<div class="st-warnings"><ul>{warnings}</ul></div>' if warnings else "")
+        + "</div>"
+    )
+
+
+_LAYER_TEXT = {"document": "documents + sections", "component": "components", "subcomponent": "subcomponents", "entity": "entities"}
+
+
+def render_graph_counts(counts: GraphCounts, growing: bool = False) -> str:
+    """One line: the workspace graph's nodes per layer and edges (updated as documents finish)."""
+    if counts.nodes == 0:
+        return ""
+    cells = "".join(
+        f'<span class="st-count"><b>{counts.by_layer[k]}</b> {esc(text)}</span>' for k, text in _LAYER_TEXT.items() if counts.by_layer.get(k)
+    )
+    docs = counts.by_kind.get("document", 0)
+    head = "Graph so far" if growing else "Graph of this workspace"
+    return (
+        f'<div class="st-graph-counts" data-nodes="{counts.nodes}" data-edges="{counts.edges}" data-documents="{docs}">'
+        f'<b>{head}:</b> <span class="st-count"><b>{docs}</b> document(s)</span>{cells}'
+        f'<span class="st-count"><b>{counts.edges}</b> edges</span>'
+        '<span class="st-muted">(see the Graph tab)</span></div>'
+    )
+
+
+def render_table(view: TableView) -> str:
+    """A table component's cells as an HTML table (every cell escaped)."""
+    head = "".join(f"<th>{esc(h)}</th>" for h in view.header)
+    body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in view.rows)
+    caption = f"<caption>{esc(view.caption)}</caption>" if view.caption else ""
+    note = f'<div class="st-muted">{esc(view.note)}</div>' if view.note else ""
+    return (
+        f'<div class="st-scroll"><table class="st-cells" data-node="{esc(view.node_id)}">{caption}'
+        f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>{note}"
+    )
+
+
+def render_unit(block: Block, number: int, color: str, table: TableView | None = None) -> str:
+    """The selected block of the parse view: what and where it is, its text, or its cells for a table."""
+    facts = [f"#{number} {block.kind.value.replace('_', ' ')}", f"page {block.page}", "box " + ", ".join(f"{v:.0f}" for v in block.bbox)]
+    if block.level:
+        facts.insert(1, f"level {block.level}")
+    body = render_table(table) if table is not None else f'<blockquote class="st-quote">{esc(block.text)}</blockquote>'
+    return (
+        f'<div class="st-unit" data-block="{number - 1}" data-kind="{esc(block.kind.value)}">'
+        f'<div><span class="st-kind" style="border-color:{esc(color)}">{esc(block.kind.value)}</span> '
+        f'<b>Selected</b> <span class="st-muted">{esc(" · ".join(facts))}</span></div>{body}</div>'
+    )
+

@@ -1,0 +1,429 @@
+"""Graph tab: the workspace's layered graph drawn with pyvis, filtered by layer, node kind, edge
+kind and document and cut to a node limit ("showing N of M"); a node's details (text, page
+thumbnail with its box, section path, parent, neighbours) when it is clicked; a plotly overview
+of counts by layer, kind and edge kind; the graph as JSON or GraphML for download.
+
+The pyvis page (vis-network inlined, nothing fetched) lives in a sandboxed iframe's srcdoc. A click
+on a node there cannot call Gradio, so the page posts the node id to its parent window, and the
+graph component's `js_on_load` listener turns that message into the component's "click" event.
+
+The functions above `build` are pure (view in, HTML or a figure out) and tested without a browser.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import re
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import gradio as gr
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+import pyvis
+from pyvis.network import Network
+
+from backend.service import Service
+from backend.types import EdgeKind, GraphCounts, GraphView, NeighbourView, NodeDetails, NodeKind
+from ui import render
+from ui.common import session_workspace, user_errors
+
+KIND_COLORS: dict[NodeKind, str] = {
+    NodeKind.DOCUMENT: "#1e3a8a",
+    NodeKind.SECTION: "#7b2cbf",
+    NodeKind.PARAGRAPH: "#1d4ed8",
+    NodeKind.TABLE: "#15803d",
+    NodeKind.FIGURE: "#a16207",
+    NodeKind.SENTENCE: "#93c5fd",
+    NodeKind.ROW: "#86efac",
+    NodeKind.OBJECT: "#fcd34d",
+    NodeKind.ENTITY: "#db2777",
+}
+EDGE_COLORS: dict[EdgeKind, str] = {
+    EdgeKind.CONTAINS: "#cbd5e1",
+    EdgeKind.NEXT: "#94a3b8",
+    EdgeKind.LINK: "#0ea5e9",
+    EdgeKind.XREF: "#f97316",
+    EdgeKind.CAPTION: "#a16207",
+    EdgeKind.DOC_LINK: "#1e3a8a",
+    EdgeKind.MENTIONS: "#f9a8d4",
+    EdgeKind.RELATION: "#db2777",
+}
+LAYER_COLORS: dict[str, str] = {"document": "#1e3a8a", "component": "#1d4ed8", "subcomponent": "#93c5fd", "entity": "#db2777"}
+# (vis-network shape, size) per kind: documents stand out, subcomponents stay small.
+KIND_SHAPES: dict[NodeKind, tuple[str, int]] = {
+    NodeKind.DOCUMENT: ("diamond", 26),
+    NodeKind.SECTION: ("triangle", 15),
+    NodeKind.PARAGRAPH: ("dot", 11),
+    NodeKind.TABLE: ("square", 13),
+    NodeKind.FIGURE: ("square", 13),
+    NodeKind.SENTENCE: ("dot", 7),
+    NodeKind.ROW: ("dot", 7),
+    NodeKind.OBJECT: ("dot", 7),
+    NodeKind.ENTITY: ("star", 10),
+}
+LAYER_CHOICES = [
+    ("Documents and sections", "document"),
+    ("Components (paragraphs, tables, figures)", "component"),
+    ("Subcomponents (sentences, table rows, figure regions)", "subcomponent"),
+    ("Entities", "entity"),
+]
+# Labels smaller than vis-network's draw threshold on screen are hidden until the user zooms in;
+# documents and sections get larger ones so the zoomed-out overview still names them.
+LABEL_FONT_PX = {NodeKind.DOCUMENT: 22, NodeKind.SECTION: 14}
+DEFAULT_LAYERS = ["document", "component"]
+DEFAULT_LIMIT = 250
+GRAPH_HEIGHT_PX = 620
+VIS_OPTIONS = {
+    "physics": {
+        "solver": "forceAtlas2Based",
+        "forceAtlas2Based": {"gravitationalConstant": -45, "springLength": 70, "avoidOverlap": 0.4},
+        "stabilization": {"enabled": True, "iterations": 250, "fit": True},
+    },
+    # improvedLayout (Kamada-Kawai seeding) gives up with a console warning above ~100 nodes.
+    "layout": {"improvedLayout": False},
+    "interaction": {"hover": True, "tooltipDelay": 120, "navigationButtons": False, "multiselect": False},
+    "edges": {"smooth": False, "arrows": {"to": {"enabled": True, "scaleFactor": 0.4}}},
+    "nodes": {"font": {"size": 11, "face": "system-ui, sans-serif"}},
+}
+# pyvis links to bootstrap on a CDN even when vis-network is inlined; the graph needs neither it
+# nor the empty heading, and Strata must not fetch anything.
+_CDN_TAG = re.compile(r"<(link|script)\b[^>]*https?://[^>]*>(\s*</script>)?", re.IGNORECASE)
+_EMPTY_HEADING = re.compile(r"<center>\s*<h1>\s*</h1>\s*</center>", re.IGNORECASE)
+# vis-network's stylesheet (220 KB, inlined by pyvis) styles the editing, configuration and navigation
+# widgets this view does not use; the tooltip is the one part it needs.
+_VIS_CSS_PATH = Path(pyvis.__file__).parent / "lib" / "vis-9.1.2" / "vis-network.css"
+TOOLTIP_CSS = (
+    "div.vis-tooltip{position:absolute;visibility:hidden;pointer-events:none;z-index:5;padding:5px 7px;"
+    "background:#fffbeb;border:1px solid #d6d3d1;border-radius:4px;box-shadow:2px 2px 8px rgba(0,0,0,.15);"
+    "font:12px system-ui,sans-serif;color:#111827;white-space:pre-wrap;max-width:360px}"
+    "body{margin:0}#mynetwork{border:none!important}"
+)
+# Runs inside the iframe after pyvis has drawn `network`: freeze the layout once it has settled
+# (nodes stop drifting, and clicks land where the user aims), and report clicked nodes upwards.
+CLICK_BRIDGE_JS = """
+<script>
+(function () {
+  if (typeof network === "undefined") { return; }
+  network.once("stabilizationIterationsDone", function () {
+    network.setOptions({physics: false});
+    // pyvis fades its progress bar out over 500 ms, and until then the bar swallows clicks.
+    var bar = document.getElementById("loadingBar");
+    if (bar) { bar.style.display = "none"; }
+    document.body.setAttribute("data-stable", "true");
+  });
+  network.on("click", function (params) {
+    if (params.nodes.length > 0) {
+      window.parent.postMessage({strataGraphNode: String(params.nodes[0])}, "*");
+    }
+  });
+  // A node picked outside the graph (list, id box, a neighbour) is selected and brought into view.
+  window.addEventListener("message", function (event) {
+    var id = event.source === window.parent && event.data ? event.data.strataSelectNode : null;
+    if (typeof id === "string" && nodes.get(id)) {
+      network.selectNodes([id]);
+      network.focus(id, {scale: Math.max(network.getScale(), 1.0), animation: {duration: 400}});
+    }
+  });
+})();
+</script>
+"""
+# On the Gradio side: a message from this component's own iframe becomes its "click" event.
+GRAPH_LISTENER_JS = """
+window.addEventListener('message', (event) => {
+  const frame = element.querySelector('iframe');
+  if (!frame || event.source !== frame.contentWindow) { return; }
+  const data = event.data || {};
+  if (typeof data.strataGraphNode === 'string') { trigger('click', {node: data.strataGraphNode}); }
+});
+"""
+# Neighbours in the details panel carry data-node; clicking one shows that node. When new details
+# are shown, the graph's iframe is asked to select that node (it ignores ids it does not show).
+DETAILS_CLICK_JS = """
+element.addEventListener('click', (event) => {
+  const target = event.target.closest('[data-node]');
+  if (target) { trigger('click', {node: target.dataset.node}); }
+});
+watch('value', () => {
+  const shown = element.querySelector('[data-node-id]');
+  const frame = document.querySelector('#graph-view iframe');
+  if (shown && frame && frame.contentWindow) {
+    frame.contentWindow.postMessage({strataSelectNode: shown.dataset.nodeId}, '*');
+  }
+});
+"""
+NO_GRAPH = render.empty_state(
+    "No documents in this workspace yet.", "Upload PDFs in the Library tab and press Ingest; their graph will show up here."
+)
+NO_NODE = render.empty_state("Click a node in the graph to see its details.", "Or pick one in the list above.")
+
+
+# ---------------------------------------------------------------- pure renderers
+
+
+def _tooltip(text: str) -> str:
+    # vis-network shows a plain-text title as text, but pyvis switches to an innerHTML popup when a
+    # title contains "href"; a zero-width space keeps PDF text out of that path.
+    return text.replace("href", "hre\u200bf")
+
+
+@functools.cache
+def _vis_css() -> str:
+    return _VIS_CSS_PATH.read_text(encoding="utf-8") if _VIS_CSS_PATH.exists() else ""
+
+
+def graph_html(view: GraphView, height_px: int = GRAPH_HEIGHT_PX) -> str:
+    """The view as a self-contained pyvis page inside a sandboxed iframe (srcdoc, escaped)."""
+    if not view.nodes:
+        if view.total.nodes == 0:
+            return NO_GRAPH
+        return render.empty_state("No node passes these filters.", "Tick more layers, node kinds or documents above.")
+    net = Network(height=f"{height_px - 8}px", width="100%", directed=True, cdn_resources="in_line")
+    net.options = VIS_OPTIONS
+    for n in view.nodes:
+        shape, size = KIND_SHAPES.get(n.kind, ("dot", 8))
+        title = f"{n.kind.value} · {n.doc_name}, p. {n.page}\n{n.text}"
+        net.add_node(
+            n.id, label=n.label, title=_tooltip(title), color=KIND_COLORS.get(n.kind, "#64748b"), shape=shape, size=size,
+            font={"size": LABEL_FONT_PX.get(n.kind, 11)},
+        )
+    for e in view.edges:
+        net.add_edge(e.src, e.dst, color=EDGE_COLORS.get(e.kind, "#94a3b8"), title=e.kind.value, width=1)
+    page = net.generate_html(notebook=False)
+    page = _EMPTY_HEADING.sub("", _CDN_TAG.sub("", page))
+    if _vis_css():
+        page = page.replace(_vis_css(), TOOLTIP_CSS, 1)
+    page = page.replace("</body>", CLICK_BRIDGE_JS + "</body>", 1)
+    return (
+        f'<iframe class="st-graph-frame" title="Graph of the workspace" sandbox="allow-scripts" '
+        f'style="height:{int(height_px)}px" data-nodes="{len(view.nodes)}" srcdoc="{render.esc(page)}"></iframe>'
+    )
+
+
+def graph_status(view: GraphView) -> str:
+    """'Showing N of M matching nodes' with the edge counts, and what to do when the view is cut."""
+    if view.total.nodes == 0:
+        return ""
+    shown, matched = len(view.nodes), view.matched.nodes
+    more = (
+        f' <span class="st-graph-cut">The node limit ({view.limit}) hides {matched - shown} node(s): '
+        "raise the limit or narrow the filters to see them.</span>"
+        if view.truncated
+        else ""
+    )
+    return (
+        f'<div class="st-graph-status" data-shown="{shown}" data-matched="{matched}" data-edges="{len(view.edges)}">'
+        f"Showing <b>{shown}</b> of <b>{matched}</b> matching nodes and <b>{len(view.edges)}</b> edges between them "
+        f'<span class="st-muted">(whole graph: {view.total.nodes} nodes, {view.total.edges} edges)</span>.{more}</div>'
+    )
+
+
+def render_legend() -> str:
+    nodes = "".join(
+        f'<span class="st-legend-item"><span class="st-gdot" style="background:{c}"></span>{render.esc(k.value)}</span>'
+        for k, c in KIND_COLORS.items()
+    )
+    edges = "".join(
+        f'<span class="st-legend-item"><span class="st-gline" style="background:{c}"></span>{render.esc(k.value)}</span>'
+        for k, c in EDGE_COLORS.items()
+    )
+    return f'<div class="st-legend"><b>Nodes</b> {nodes}</div><div class="st-legend"><b>Edges</b> {edges}</div>'
+
+
+def overview_figure(counts: GraphCounts) -> go.Figure:
+    """Three compact bar charts: nodes per layer, nodes per kind, edges per kind."""
+    fig = make_subplots(rows=1, cols=3, subplot_titles=("Nodes by layer", "Nodes by kind", "Edges by kind"), horizontal_spacing=0.12)
+    parts = [
+        (counts.by_layer, [name for name in LAYER_COLORS], LAYER_COLORS),
+        (counts.by_kind, [k.value for k in KIND_COLORS], {k.value: c for k, c in KIND_COLORS.items()}),
+        (counts.by_edge_kind, [k.value for k in EDGE_COLORS], {k.value: c for k, c in EDGE_COLORS.items()}),
+    ]
+    for col, (values, order, colors) in enumerate(parts, 1):
+        names = [n for n in order if values.get(n)] + sorted(n for n in values if n not in order and values[n])
+        fig.add_trace(
+            go.Bar(
+                x=[values[n] for n in names], y=names, orientation="h", marker_color=[colors.get(n, "#64748b") for n in names],
+                text=[values[n] for n in names], textposition="auto", hovertemplate="%{y}: %{x}<extra></extra>",
+            ),
+            row=1, col=col,
+        )
+        fig.update_yaxes(autorange="reversed", row=1, col=col)
+    fig.update_layout(height=280, showlegend=False, margin={"l": 10, "r": 10, "t": 36, "b": 10}, template="plotly_white")
+    return fig
+
+
+def node_choices(view: GraphView) -> list[tuple[str, str]]:
+    """(label, node id) pairs of the shown nodes, for the searchable node picker."""
+    return [(f"{n.label} · {n.kind.value} · {n.doc_name} p. {n.page}", n.id) for n in view.nodes]
+
+
+def _kind_chip(kind: NodeKind) -> str:
+    return f'<span class="st-kind" style="border-color:{KIND_COLORS.get(kind, "#64748b")}">{render.esc(kind.value)}</span>'
+
+
+def _neighbour_item(v: NeighbourView) -> str:
+    arrow = "→" if v.direction == "out" else "←"
+    why = f' <span class="st-muted">{render.esc(render.snippet(v.provenance, 80))}</span>' if v.provenance else ""
+    return (
+        f'<li class="st-gnb" data-node="{render.esc(v.node_id)}" title="Show this node">'
+        f'<span class="st-gedge" style="border-color:{EDGE_COLORS.get(v.edge_kind, "#94a3b8")}">{arrow} {render.esc(v.edge_kind.value)}</span> '
+        f"{_kind_chip(v.kind)} {render.esc(v.label)}{why}</li>"
+    )
+
+
+def render_node_details(details: NodeDetails) -> str:
+    """A node's details: what and where it is, its page with the box, its text, parent and neighbours."""
+    where = f"{details.doc_name}, page {details.page}"
+    if details.bbox:
+        where += " · box " + ", ".join(f"{v:.0f}" for v in details.bbox)
+    parts = [
+        f'<div class="st-gnode" data-node-id="{render.esc(details.id)}" data-kind="{render.esc(details.kind.value)}">',
+        f'<div class="st-gnode-title">{_kind_chip(details.kind)} <b>{render.esc(details.label)}</b></div>',
+        f'<div class="st-muted">{render.esc(where)} · <span class="st-mono">{render.esc(details.id)}</span></div>',
+    ]
+    if details.section_path:
+        parts.append(f'<div class="st-path">{render.esc(render.join_path(details.section_path))}</div>')
+    if details.thumbnail_png:
+        data = base64.b64encode(details.thumbnail_png).decode("ascii")
+        parts.append(f'<img class="st-gnode-thumb" alt="Page {details.page} with the node\'s box" src="data:image/png;base64,{data}">')
+    parts.append(f'<blockquote class="st-quote st-gnode-text">{render.esc(details.text)}</blockquote>')
+    if details.parent is not None:
+        parts.append(f'<div class="st-gnode-parent">Inside: <ul class="st-gnbs">{_neighbour_item(details.parent)}</ul></div>')
+    if details.neighbours:
+        cut = (
+            f' <span class="st-muted">(first {len(details.neighbours)} of {details.neighbours_total})</span>'
+            if details.neighbours_total > len(details.neighbours)
+            else ""
+        )
+        items = "".join(_neighbour_item(v) for v in details.neighbours)
+        parts.append(f'<div class="st-gnode-neighbours">Neighbours{cut}: <ul class="st-gnbs">{items}</ul></div>')
+    else:
+        parts.append('<div class="st-muted">No neighbours.</div>')
+    parts.append("</div>")
+    return "".join(parts)
+
+
+# ---------------------------------------------------------------- the tab
+
+
+@dataclass(slots=True)
+class GraphTab:
+    tab: gr.Tab
+    graph: gr.HTML
+    # Redraws everything from the current filters: (workspace, layers, kinds, edge kinds, docs, limit) -> refresh_outputs.
+    refresh: Callable
+    refresh_inputs: list
+    refresh_outputs: list
+
+
+def _filters(layers, kinds, edge_kinds, docs) -> dict:
+    # No document chosen means every document; the checkbox groups mean what they show.
+    return {"layers": list(layers or []), "node_kinds": list(kinds or []), "edge_kinds": list(edge_kinds or []), "doc_ids": list(docs) if docs else None}
+
+
+def _export_file(data: bytes, fmt: str) -> str:
+    # Gradio serves files under the system temp folder; the workspace root may be elsewhere (a Space's /data).
+    folder = Path(tempfile.mkdtemp(prefix="strata-export-"))
+    path = folder / f"strata-graph.{fmt}"
+    path.write_bytes(data)
+    return str(path)
+
+
+def build(service: Service, workspace: gr.State) -> GraphTab:
+    with gr.Tab("Graph", id="graph") as tab:
+        gr.Markdown(
+            "The layered graph of this workspace: documents and their sections, components (paragraphs, tables, "
+            "figures), subcomponents (sentences, table rows, figure regions) and entities, joined by hierarchy, "
+            "reading-order, link, cross-reference, caption and entity edges. **Click a node** to see its details; "
+            "drag to move, scroll to zoom.",
+            elem_classes=["st-small"],
+        )
+        with gr.Row(equal_height=False):
+            layers = gr.CheckboxGroup(LAYER_CHOICES, value=DEFAULT_LAYERS, label="Layers", elem_id="graph-layers", scale=2)
+            kinds = gr.CheckboxGroup(
+                [k.value for k in NodeKind], value=[k.value for k in NodeKind], label="Node kinds", elem_id="graph-kinds", scale=2
+            )
+            edge_kinds = gr.CheckboxGroup(
+                [k.value for k in EdgeKind], value=[k.value for k in EdgeKind], label="Edge kinds", elem_id="graph-edge-kinds",
+                scale=2,
+            )
+        with gr.Row(equal_height=True):
+            docs = gr.Dropdown(
+                label="Documents (none chosen: all)", choices=[], value=[], multiselect=True, scale=3, elem_id="graph-docs"
+            )
+            limit = gr.Slider(20, 1000, value=DEFAULT_LIMIT, step=10, label="Node limit", scale=2, elem_id="graph-limit")
+        status = gr.HTML(elem_id="graph-status")
+        with gr.Row(equal_height=False):
+            with gr.Column(scale=3):
+                graph = gr.HTML(NO_GRAPH, elem_id="graph-view", js_on_load=GRAPH_LISTENER_JS)
+                gr.HTML(render_legend(), elem_id="graph-legend")
+            with gr.Column(scale=2, min_width=320):
+                node_id = gr.Textbox(
+                    label="Node id", placeholder="click a node in the graph, or type an id and press Enter", elem_id="graph-node-id",
+                    max_lines=1,
+                )
+                node_pick = gr.Dropdown(label="Find a shown node", choices=[], value=None, filterable=True, elem_id="graph-node-pick")
+                details = gr.HTML(NO_NODE, elem_id="graph-node-details", js_on_load=DETAILS_CLICK_JS)
+        with gr.Accordion("Overview: counts by layer, kind and edge kind", open=True, elem_id="graph-overview-panel"):
+            overview = gr.Plot(label="Graph overview", elem_id="graph-overview")
+        with gr.Row(equal_height=False):
+            with gr.Column(scale=1, min_width=220):
+                gr.Markdown("**Export** every node that passes the filters (no node limit) and the edges between them.", elem_classes=["st-small"])
+                export_json = gr.Button("Export graph as JSON", size="sm", elem_id="graph-export-json")
+                export_graphml = gr.Button("Export graph as GraphML", size="sm", elem_id="graph-export-graphml")
+            export_file = gr.File(label="Graph download", elem_id="graph-export-file", scale=2, height=110, interactive=False)
+
+    def draw(ws: Path, layers_v, kinds_v, edges_v, docs_v, limit_v):
+        view = service.graph_view(ws, limit=int(limit_v or DEFAULT_LIMIT), **_filters(layers_v, kinds_v, edges_v, docs_v))
+        return view, graph_html(view), graph_status(view), gr.update(choices=node_choices(view), value=None)
+
+    @user_errors
+    def refresh(workspace_value: str, layers_v, kinds_v, edges_v, docs_v, limit_v):
+        ws = session_workspace(workspace_value)
+        documents = service.documents(ws)
+        ids = {d.id for d in documents}
+        docs_v = [d for d in (docs_v or []) if d in ids]
+        view, html, status_html, picks = draw(ws, layers_v, kinds_v, edges_v, docs_v, limit_v)
+        return (
+            gr.update(choices=render.document_choices(documents), value=docs_v), html, status_html, picks,
+            overview_figure(view.total),
+        )
+
+    @user_errors
+    def redraw(workspace_value: str, layers_v, kinds_v, edges_v, docs_v, limit_v):
+        _, html, status_html, picks = draw(session_workspace(workspace_value), layers_v, kinds_v, edges_v, docs_v, limit_v)
+        return html, status_html, picks
+
+    @user_errors
+    def show_node(workspace_value: str, node: str | None):
+        node = (node or "").strip()
+        if not node:
+            return gr.skip(), NO_NODE
+        details_value = service.node_details(session_workspace(workspace_value), node)
+        return node, render_node_details(details_value)
+
+    def on_click(workspace_value: str, evt: gr.EventData):
+        return show_node(workspace_value, getattr(evt, "node", None))  # set by the JS listeners above
+
+    @user_errors
+    def export(workspace_value: str, fmt: str, layers_v, kinds_v, edges_v, docs_v):
+        ws = session_workspace(workspace_value)
+        return _export_file(service.export_graph(ws, fmt, **_filters(layers_v, kinds_v, edges_v, docs_v)), fmt)
+
+    filter_inputs = [workspace, layers, kinds, edge_kinds, docs, limit]
+    refresh_outputs = [docs, graph, status, node_pick, overview]
+    tab.select(refresh, inputs=filter_inputs, outputs=refresh_outputs, trigger_mode="always_last")
+    for control in (layers, kinds, edge_kinds, docs):
+        control.input(redraw, inputs=filter_inputs, outputs=[graph, status, node_pick], trigger_mode="always_last")
+    limit.release(redraw, inputs=filter_inputs, outputs=[graph, status, node_pick], trigger_mode="always_last")
+    graph.click(on_click, inputs=[workspace], outputs=[node_id, details])
+    details.click(on_click, inputs=[workspace], outputs=[node_id, details])
+    node_id.submit(show_node, inputs=[workspace, node_id], outputs=[node_id, details])
+    node_pick.input(show_node, inputs=[workspace, node_pick], outputs=[node_id, details])
+    export_inputs = [workspace, layers, kinds, edge_kinds, docs]
+    export_json.click(lambda *a: export(a[0], "json", *a[1:]), inputs=export_inputs, outputs=[export_file])
+    export_graphml.click(lambda *a: export(a[0], "graphml", *a[1:]), inputs=export_inputs, outputs=[export_file])
+    return GraphTab(tab=tab, graph=graph, refresh=refresh, refresh_inputs=filter_inputs, refresh_outputs=refresh_outputs)
