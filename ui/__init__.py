@@ -63,10 +63,14 @@ def build(service: Service, sample_workspace: Path | None = None) -> gr.Blocks:
             library_tab = library.build(service, workspace, sample_workspace)
             parse_tab = parse.build(service, workspace)
             graph.build(service, workspace)
-            ask.build(service, workspace, with_examples=sample_workspace is not None, session_settings=session_settings)
+            ask_tab = ask.build(service, workspace, with_examples=sample_workspace is not None, session_settings=session_settings)
             compare.build(service, workspace, session_settings)
             evaluate.build(service, workspace, session_settings)
-            settings_tab.build(service, session_settings)
+            settings_ui = settings_tab.build(service, session_settings)
+        # The Settings tab's choices become the Ask tab's defaults once applied.
+        settings_ui.status.change(
+            ask_tab.follow, inputs=[session_settings], outputs=ask_tab.follow_outputs, api_visibility="private"
+        )
         gr.HTML(f'<div class="st-footer" id="device-info">Running on {esc(service.device_info())}</div>')
 
         def start_session() -> str:

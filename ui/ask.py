@@ -12,6 +12,7 @@ makes one service call and hands the result to the pure renderers.
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,6 +59,8 @@ element.addEventListener('click', (event) => {
 class AskTab:
     question: gr.Textbox
     ask_button: gr.Button
+    follow: Callable  # session settings -> (llm backend, top-k, budget) updates
+    follow_outputs: list
 
 
 def build(service: Service, workspace: gr.State, with_examples: bool, session_settings: gr.State | None = None) -> AskTab:
@@ -285,9 +288,9 @@ def build(service: Service, workspace: gr.State, with_examples: bool, session_se
         load_run, inputs=[workspace, run_file], outputs=[*run_outputs, run_file], show_progress_on=[answer], **private
     )
     method.change(choose_method, inputs=[method], outputs=[method, params_panel, *slots], queue=False, **private)
-    if session_settings is not None:
-        session_settings.change(follow_settings, inputs=[session_settings], outputs=[llm_backend, top_k, budget], **private)
-    return AskTab(question=question, ask_button=ask_button)
+    # Not session_settings.change: Gradio hashes a watched state's value, and the settings hold
+    # pydantic objects it cannot hash. The caller wires `follow` to the Settings tab's Apply.
+    return AskTab(question=question, ask_button=ask_button, follow=follow_settings, follow_outputs=[llm_backend, top_k, budget])
 
 
 def read_run(path: Path) -> AskResult:
