@@ -69,6 +69,10 @@ def _ask(page, method: str, question: str = QUESTION) -> int:
     if old_facts is not None:
         sync_api.expect(facts).not_to_have_text(old_facts, timeout=ASK_TIMEOUT_MS)
     sync_api.expect(page.locator("#ask-answer .st-answer")).to_be_visible()
+    # The facts and the replay header come from the same event: once the facts name this method,
+    # the header's step count is this run's, not a previous run's.
+    sync_api.expect(facts).to_contain_text(f"Method {method}", timeout=ASK_TIMEOUT_MS)
+    sync_api.expect(page.locator("#ask-trace-panel")).to_contain_text(f"Traversal replay: {method},")
     return int(label.inner_text().split(",")[1].split("step")[0])
 
 
