@@ -36,6 +36,8 @@ def main() -> None:
     ap.add_argument("--workspace-root", type=Path, default=REPO / "bench" / "out" / "ws")
     ap.add_argument("--top-k", type=int, default=30)
     ap.add_argument("--limit", type=int, default=None, help="first N questions of each collection")
+    ap.add_argument("--no-ingest", action="store_true",
+                    help="ask over the workspaces as they are (no re-parse of documents from an older parser version)")
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
 
@@ -49,7 +51,8 @@ def main() -> None:
     for name in collections:
         ws = args.workspace_root / name
         for method in methods:
-            rep = run_eval(settings, ws, args.bench / name, method, top_k=args.top_k, limit=args.limit, service=service)
+            rep = run_eval(settings, ws, args.bench / name, method, top_k=args.top_k, limit=args.limit, service=service,
+                           ingest=not args.no_ingest)
             s = rep.summary
             cells = [f"{s[c]:.3f}" if c in s else "-" for c in COLUMNS]
             print(f"| {name} | {method} | {int(s.get('n', rep.questions))} | " + " | ".join(cells)

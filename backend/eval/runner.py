@@ -268,7 +268,7 @@ def _find_collection(folder: Path) -> Path | None:
 def run_eval(
     settings: Settings, workspace: Path, bench: Path, method: str | None, *, top_k: int = 30, limit: int | None = None,
     out_dir: Path | None = None, service=None, progress: EvalProgressSink | None = None, budget: int | None = None,
-    llm_backend: str | None = None, llm_settings: LLMSettings | None = None,
+    llm_backend: str | None = None, llm_settings: LLMSettings | None = None, ingest: bool = True,
 ) -> EvalReport:
     """Ingest `bench`'s corpus into `workspace`, answer its questions with `method`, score them.
 
@@ -287,9 +287,10 @@ def run_eval(
         if ev.stage in ("open", "done", "failed"):
             emit(EvalProgress("ingest", ev.done, ev.total, f"{ev.doc}: {ev.stage}"))
 
-    ingest = service.ingest(workspace, pdfs, on_ingest)
-    if not ingest.ok:
-        raise StrataError(f"None of the {len(pdfs)} PDFs of '{bench.name}' could be ingested: {ingest.failed[0].reason}")
+    if ingest:  # ingest=False asks over the workspace as it is (e.g. one built by an older parser)
+        report = service.ingest(workspace, pdfs, on_ingest)
+        if not report.ok:
+            raise StrataError(f"None of the {len(pdfs)} PDFs of '{bench.name}' could be ingested: {report.failed[0].reason}")
     method = method or settings.retrieval.default_method
     questions = load_questions(bench, limit)
     out_dir = out_dir or workspace / "eval"
@@ -319,7 +320,7 @@ def run_eval(
     answered = [r for r in records if not r.error]
     report = EvalReport(
         method=method, collection=bench.name, questions=len(questions), predictions=pred_path,
-        ingest_failures=[f"{f.file_name}: {f.reason}" for f in ingest.failed],
+        ingest_failures=[f"{f.file_name}: {f.reason}" for f in report.failed] if ingest else [],
         llm_calls_per_question=sum(r.llm_calls for r in answered) / len(questions) if questions else 0.0,
         records=records,
     )
