@@ -17,18 +17,13 @@ from backend.types import (
     BlockKind,
     Citation,
     Document,
-    EvidencePack,
     FileReport,
     GraphCounts,
     IngestEstimate,
     IngestReport,
-    RankSectionsStep,
-    RankStep,
     ResultItem,
-    RouteDocsStep,
     Section,
     TableView,
-    Trace,
 )
 
 # The ingest stages in the order the pipeline runs them (backend/ingest/pipeline.py).
@@ -330,109 +325,6 @@ def render_run_facts(result: AskResult) -> str:
         + f"<span><b>Timings</b> {timings}</span>"
         f"<span><b>LLM</b> {esc(result.llm_backend)}, {result.llm_calls} call(s), {result.llm_tokens} token(s)</span></div>"
     )
-
-
-_ROLE_TEXT = {
-    "anchor": "retrieved unit",
-    "header": "section header on its path",
-    "sibling": "neighbour in the same section",
-    "associate": "related unit elsewhere",
-}
-
-
-def render_pack(pack: EvidencePack) -> str:
-    pct = 100.0 * pack.tokens / pack.budget if pack.budget else 0.0
-    bar = (
-        f'<div class="st-budget"><div class="st-budget-head"><b>{pack.tokens}</b> of {pack.budget} tokens used '
-        f'({pct:.0f}%) in {len(pack.units)} unit(s)</div>'
-        f'<div class="st-bar st-bar-wide"><div class="st-bar-fill" style="width:{min(pct, 100):.0f}%"></div></div></div>'
-    )
-    if not pack.units:
-        return bar + empty_state("Nothing was packed.")
-    counts: dict[str, int] = {}
-    for u in pack.units:
-        counts[u.role] = counts.get(u.role, 0) + u.tokens
-    legend = "".join(
-        f'<span class="st-role st-role-{r}" title="{esc(_ROLE_TEXT[r])}">{r}: {counts.get(r, 0)} tok</span>' for r in _ROLE_TEXT
-    )
-    rows = "".join(
-        f'<tr><td><span class="st-role st-role-{esc(u.role)}">{esc(u.role)}</span></td><td class="st-num">{u.tokens}</td>'
-        f'<td>{esc(join_path(u.path))}</td><td class="st-mono">{esc(u.node_id)}</td></tr>'
-        for u in pack.units
-    )
-    table = (
-        f'<div class="st-roles">{legend}</div><div class="st-scroll"><table class="st-table"><thead><tr><th>Role</th>'
-        f"<th>Tokens</th><th>Section path</th><th>Node</th></tr></thead><tbody>{rows}</tbody></table></div>"
-    )
-    text = f'<details><summary>Reader input (serialised evidence)</summary><pre class="st-pre">{esc(pack.text)}</pre></details>'
-    return bar + table + text
-
-
-def render_trace(trace: Trace) -> str:
-    """The retriever's steps, each drawn by the renderer for its `kind`; unknown kinds as JSON."""
-    if not trace.steps:
-        return empty_state("This method recorded no steps.")
-    parts = []
-    for i, step in enumerate(trace.steps, 1):
-        renderer = _STEP_RENDERERS.get(step.kind)
-        if renderer is None:
-            title, body = step.kind.replace("_", " "), f'<pre class="st-pre">{esc(_step_json(step))}</pre>'
-        else:
-            title, body = renderer(step)
-        parts.append(
-            f'<div class="st-step" data-kind="{esc(step.kind)}"><div class="st-step-title">Step {i}: {esc(title)}</div>{body}</div>'
-        )
-    return "".join(parts)
-
-
-def _step_json(step) -> str:
-    dump = getattr(step, "model_dump_json", None)
-    return dump(indent=2) if dump is not None else str(step)
-
-
-def _route_docs(step: RouteDocsStep) -> tuple[str, str]:
-    rows = "".join(
-        f'<tr class="{"" if i < step.kept else "st-dropped"}"><td>{esc(d.file_name)}</td><td class="st-num">{d.bm25:.3f}</td>'
-        f'<td class="st-num">{d.dense:.3f}</td><td class="st-num">{d.evidence:.3f}</td><td class="st-num"><b>{d.score:.3f}</b></td></tr>'
-        for i, d in enumerate(step.docs)
-    )
-    table = (
-        '<table class="st-table"><thead><tr><th>Document</th><th>Card BM25</th><th>Card dense</th><th>Best unit</th><th>Score</th></tr></thead>'
-        f"<tbody>{rows}</tbody></table>"
-    )
-    return f"Route documents (alpha {step.alpha:g}, kept {step.kept} of {len(step.docs)})", table
-
-
-def _rank_sections(step: RankSectionsStep, limit: int = 15) -> tuple[str, str]:
-    rows = "".join(
-        f'<tr><td>{esc(join_path(s.path))}</td><td class="st-num">{s.doc_score:.3f}</td>'
-        f'<td class="st-num">{s.section_score:.3f}</td><td class="st-num"><b>{s.final:.3f}</b></td>'
-        f'<td class="st-mono">{esc(s.anchor)}</td></tr>'
-        for s in step.sections[:limit]
-    )
-    more = f'<div class="st-muted">… and {len(step.sections) - limit} more</div>' if len(step.sections) > limit else ""
-    table = (
-        '<table class="st-table"><thead><tr><th>Section</th><th>Doc</th><th>Section</th><th>Final</th><th>Anchor unit</th>'
-        f"</tr></thead><tbody>{rows}</tbody></table>{more}"
-    )
-    return f"Rank sections (lambda {step.lam:g}: final = lambda * doc + (1 - lambda) * section)", table
-
-
-def _rank(step: RankStep, limit: int = 15) -> tuple[str, str]:
-    rows = "".join(
-        f'<tr><td class="st-num">{i}</td><td class="st-mono">{esc(c.node_id)}</td><td class="st-num">{c.score:.4f}</td>'
-        f"<td>{esc(c.why)}</td></tr>"
-        for i, c in enumerate(step.candidates[:limit], 1)
-    )
-    more = f'<div class="st-muted">… and {len(step.candidates) - limit} more</div>' if len(step.candidates) > limit else ""
-    table = (
-        '<table class="st-table"><thead><tr><th>#</th><th>Node</th><th>Score</th><th>Why</th></tr></thead>'
-        f"<tbody>{rows}</tbody></table>{more}"
-    )
-    return f"{step.label} ({step.index}, {len(step.candidates)} candidates)", table
-
-
-_STEP_RENDERERS = {"rank": _rank, "route_docs": _route_docs, "rank_sections": _rank_sections}
 
 
 # ---------------------------------------------------------------- library: estimate and graph counts; parse: selected unit

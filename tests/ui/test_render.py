@@ -12,17 +12,13 @@ from backend.types import (
     Block,
     BlockKind,
     Citation,
-    DocScore,
     EvidencePack,
     FileReport,
     IngestReport,
     NodeKind,
     PackedUnit,
     ProgressEvent,
-    RankStep,
     ResultItem,
-    RouteDocsStep,
-    ScoredNode,
     Section,
     Trace,
 )
@@ -69,7 +65,6 @@ def test_pdf_text_is_escaped_in_every_renderer():
         render.render_report(report),
         render.render_answer(result),
         render.render_citations(result.answer.citations),
-        render.render_pack(result.pack),
         render.render_progress([render.FileProgress(file_name=EVIL, stage="extract", done=1, total=2)], 1.0, True),
     ]
     for html in pieces:
@@ -79,26 +74,6 @@ def test_pdf_text_is_escaped_in_every_renderer():
 def test_abstention_is_marked():
     html = render.render_answer(_result(abstained=True))
     assert 'data-abstained="true"' in html and "Not enough evidence" in html
-
-
-def test_trace_renders_known_and_unknown_step_kinds():
-    trace = Trace(method="hikey", steps=[
-        RouteDocsStep(alpha=0.5, docs=[DocScore(doc_id="d", file_name=EVIL, bm25=1, dense=0.5, score=1)], kept=1),
-        RankStep(label="Seeds", index="bm25", candidates=[ScoredNode(node_id="d:p1", score=0.3, why=EVIL)]),
-    ])
-    html = render.render_trace(trace)
-    assert html.count('class="st-step"') == 2 and "Route documents" in html and "Seeds" in html
-    _assert_escaped(html)
-
-    class FutureStep:  # a step kind added by a later strategy: shown, not dropped
-        kind = "agent_action"
-
-        def model_dump_json(self, indent=None):
-            return '{"action": "' + EVIL + '"}'
-
-    html = render.render_trace(Trace.model_construct(method="fif", params={}, steps=[FutureStep()]))
-    assert "agent action" in html
-    _assert_escaped(html)
 
 
 def test_progress_board_follows_events():
