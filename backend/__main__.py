@@ -14,7 +14,7 @@ from pathlib import Path
 
 from backend.config import Settings
 from backend.errors import StrataError
-from backend.types import AskResult, ProgressEvent
+from backend.types import ProgressEvent
 
 log = logging.getLogger("strata.cli")
 
@@ -33,30 +33,6 @@ def _expand(paths: list[str]) -> list[Path]:
 def _progress(ev: ProgressEvent) -> None:
     if ev.stage in ("done", "failed"):
         print(f"[{ev.done}/{ev.total}] {ev.doc}: {ev.stage} {ev.message}", file=sys.stderr)
-
-
-def ask_json(result: AskResult) -> dict:
-    """The CLI's JSON contract for one answered question (field names are read by other tools)."""
-    return {
-        "question": result.question,
-        "method": result.method,
-        "answer": {
-            "text": result.answer.text,
-            "abstained": result.answer.abstained,
-            "citations": [c.node_id for c in result.answer.citations],
-        },
-        "results": [
-            {
-                "rank": r.rank, "node_id": r.node_id, "doc": r.doc, "page": r.page, "bbox": list(r.bbox) if r.bbox else None,
-                "kind": r.kind.value, "section_path": r.section_path, "text": r.text, "score": r.score,
-            }
-            for r in result.results
-        ],
-        "timings_ms": result.timings_ms,
-        "llm_calls": result.llm_calls,
-        "llm_backend": result.llm_backend,
-        "trace": result.trace.to_dict(),
-    }
 
 
 def _workspace(args, settings: Settings) -> Path:
@@ -96,7 +72,7 @@ def cmd_ask(args, settings: Settings) -> int:
     question = " ".join(args.question)
     result = service.ask(ws, question, args.method, args.top_k, params, args.budget)
     if args.json:
-        print(json.dumps(ask_json(result)))
+        print(json.dumps(service.ask_reply(result).to_dict()))
     else:
         a = result.answer
         print(("ABSTAINED: " if a.abstained else "") + a.text)
@@ -107,6 +83,9 @@ def cmd_ask(args, settings: Settings) -> int:
 
 
 def _ask_batch(service, ws: Path, args, params: dict) -> int:
+    """One PredictionLine per question of the questions.jsonl file (bench format: id, question)."""
+    from backend.query import PredictionLine
+
     questions = [json.loads(line) for line in Path(args.questions).read_text().splitlines() if line.strip()]
     if args.limit:
         questions = questions[: args.limit]
@@ -115,8 +94,7 @@ def _ask_batch(service, ws: Path, args, params: dict) -> int:
     with out_path.open("w") as out:
         for i, q in enumerate(questions):
             result = service.ask(ws, q["question"], args.method, args.top_k, params, args.budget)
-            row = ask_json(result)
-            out.write(json.dumps({"id": q["id"], "results": row["results"], "answer": row["answer"], "timings_ms": row["timings_ms"], "llm_calls": row["llm_calls"]}) + "\n")
+            out.write(PredictionLine.of(str(q["id"]), result).to_json() + "\n")
             if (i + 1) % 25 == 0:
                 print(f"{i + 1}/{len(questions)} questions", file=sys.stderr)
     print(str(out_path))
@@ -125,10 +103,11 @@ def _ask_batch(service, ws: Path, args, params: dict) -> int:
 
 def cmd_eval(args, settings: Settings) -> int:
     from backend.eval.runner import run_eval
+    from backend.service import Service
 
     report = run_eval(
-        settings, _workspace(args, settings), Path(args.bench), args.method, top_k=args.top_k, limit=args.limit,
-        out_dir=Path(args.out_dir) if args.out_dir else None,
+        settings, _workspace(args, settings), Path(args.bench), args.method, service=Service(settings), top_k=args.top_k,
+        limit=args.limit, out_dir=Path(args.out_dir) if args.out_dir else None,
     )
     print(report.text())
     return 0

@@ -137,6 +137,15 @@ class Settings(BaseSettings):
     workspace: Path | None = Field(None, description="Workspace the CLI uses when --workspace is not given.")
     load_sample: bool = Field(True, description="Build/load the sample corpus workspace at app start.")
     max_upload_files: int = Field(20, description="Most files accepted in one upload.")
+    max_question_chars: int = Field(
+        2000, ge=1, description="Longest question accepted, in characters (UI, API and CLI alike). The longest dev-benchmark "
+        "question is 361; 2,000 (about 500 tokens) leaves room for a long question but not a pasted page, which would crowd "
+        "the evidence out of the reader's budget and swamp the replay header.",
+    )
+    max_top_k: int = Field(
+        100, ge=1, description="Most results a question may ask for (top_k runs from 1 to this). Evaluation uses 30; the "
+        "packed evidence rarely holds more than 20 units, so more results only cost time.",
+    )
     bench_root: Path = Field(
         Path("../shared/bench"),
         description="Folder of benchmark collections (corpus/*.pdf + questions.jsonl) listed in the Evaluate and Compare "

@@ -4,13 +4,15 @@ encoder, and a cache of loaded corpora keyed by workspace folder and database ge
 Workspaces: a shared sample workspace built from sample_corpus/ at start, and one workspace per
 browser session (a copy of the sample workspace plus that session's uploads), so uploads of one
 session are never visible to another.
+
+The work itself lives elsewhere and the facade only wires it: a question runs through
+backend.query (retrieve -> pack -> read, the input bounds, the answer's wire format), pages are
+drawn by backend.render, benchmark folders and their workspaces are backend.eval.folders'.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import io
 import logging
 import shutil
 import threading
@@ -24,8 +26,9 @@ from pydantic import Field
 
 from backend.config import LLMSettings, Settings
 from backend.errors import BadPdfError, ConfigError, EmptyCorpusError, StrataError, WorkspaceError
+from backend.eval.folders import allowed_benchmark, benchmark_workspace, list_benchmarks, unpack_benchmark_zip, uploads_folder
 from backend.eval.gold import BenchQuestion, GoldRef, load_questions, parse_gold, result_hits
-from backend.eval.runner import EvalProgress, EvalReport, MetricRow, export_reports, list_benchmarks, metric_rows, run_eval, unpack_benchmark_zip
+from backend.eval.runner import EvalProgress, EvalReport, MetricRow, export_reports, metric_rows, run_eval
 from backend.graph import export as graph_export
 from backend.graph.corpus import Corpus
 from backend.graph.store import WorkspaceStore
@@ -37,14 +40,13 @@ from backend.ingest.pipeline import Ingestor
 from backend.llm.base import LLMBackend
 from backend.llm.factory import BACKENDS as LLM_BACKENDS
 from backend.llm.factory import build_llm
-from backend.packing import TokenBudgetPacker
-from backend.reader import EvidenceReader
+from backend.query import AskReply, QueryPipeline, checked_question, checked_top_k
+from backend.render import BLOCK_COLORS, block_highlights, png_bytes, render_page  # noqa: F401 (ui/parse.py reads BLOCK_COLORS here)
 from backend.retrieval.base import Retriever, get_retriever_class, method_names
 from backend.types import (
     AskResult,
     BBox,
     Block,
-    BlockKind,
     DocId,
     Document,
     FileEstimate,
@@ -62,10 +64,8 @@ from backend.types import (
     ParamInfo,
     ProgressEvent,
     ResultItem,
-    ScoredNode,
     Section,
     TableView,
-    Trace,
 )
 
 log = logging.getLogger(__name__)
@@ -76,18 +76,6 @@ SAMPLE_DIR = Path(__file__).resolve().parent.parent / "sample_corpus"
 # loaded 2-core CPU ran at 0.8 pages/s (bench/RESULTS.md, "Ingest speed per stage").
 TYPICAL_SECONDS_PER_PAGE = 1.25
 LARGE_INGEST_S = 60.0  # estimates above this carry a warning before the user presses Ingest
-BLOCK_COLORS = {
-    BlockKind.TITLE: "#7b2cbf",
-    BlockKind.HEADING: "#d00000",
-    BlockKind.PARAGRAPH: "#1d4ed8",
-    BlockKind.LIST_ITEM: "#0891b2",
-    BlockKind.CAPTION: "#ea580c",
-    BlockKind.TABLE: "#15803d",
-    BlockKind.FIGURE: "#a16207",
-    BlockKind.HEADER: "#9ca3af",
-    BlockKind.FOOTER: "#9ca3af",
-    BlockKind.PAGE_NUMBER: "#9ca3af",
-}
 
 
 class NodeBrief(Model):
@@ -259,43 +247,31 @@ class Service:
         llm_backend: str | None = None,
         llm_settings: LLMSettings | None = None,
     ) -> AskResult:
-        """Retrieve, pack and read. `llm_backend` (rules | openai | hf) overrides
-        settings.reader.llm_backend for this question only; None keeps the setting.
+        """Retrieve, pack and read (backend.query.QueryPipeline). `llm_backend` (rules | openai | hf)
+        overrides settings.reader.llm_backend for this question only; None keeps the setting.
         `llm_settings` (base URL, key, model, call budget ...) replaces settings.llm the same way,
-        so one browser session's LLM choice never reaches another's."""
-        question = (question or "").strip()
-        if not question:
-            raise StrataError("The question is empty. Type a question about your documents.")
+        so one browser session's LLM choice never reaches another's. The question and top_k are
+        checked against settings.max_question_chars and max_top_k before anything is loaded."""
+        question = checked_question(question, self.settings)
+        top_k = checked_top_k(top_k, self.settings)
         method = method or self.settings.retrieval.default_method
-        top_k = int(top_k or self.settings.retrieval.top_k)
-        budget = int(budget or self.settings.reader.token_budget)
-        params = dict(params or {})
         get_retriever_class(method)  # an unknown method fails before the corpus is loaded
         corpus = self.corpus(workspace)
         if not corpus.documents:
             raise EmptyCorpusError("This workspace has no documents yet. Upload a PDF in the Library tab first.")
-        timings: dict[str, float] = {}
-        t = time.perf_counter()
-        llm = self.llm(llm_backend, llm_settings)
-        retriever = self.retriever(method, corpus, llm)
-        trace = Trace(method=method, llm_backend=llm.name)
-        hits = retriever.retrieve(question, top_k, params, trace)
-        trace.llm_calls, trace.llm_tokens = llm.usage.snapshot()
-        trace.notes.extend(n for n in getattr(llm.usage, "notes", []) if n not in trace.notes)
-        timings["retrieve"] = round((time.perf_counter() - t) * 1000, 2)
-        t = time.perf_counter()
-        packer = TokenBudgetPacker(corpus, self.encoder.count_tokens, self.settings.reader.associates_per_anchor)
-        pack = packer.pack(question, hits, budget)
-        timings["pack"] = round((time.perf_counter() - t) * 1000, 2)
-        t = time.perf_counter()
-        reader = EvidenceReader(corpus, llm, self.settings.reader.abstain_threshold)
-        answer = reader.read(question, self._question_vectors(question), pack)
-        timings["read"] = round((time.perf_counter() - t) * 1000, 2)
-        timings["total"] = round(sum(timings.values()), 2)
-        results = [self._result_item(corpus, i + 1, h.node_id, h.score, h.why) for i, h in enumerate(hits)]
-        return AskResult(
-            question=question, method=method, results=results, pack=pack, answer=answer, trace=trace, timings_ms=timings,
-            llm_backend=llm.name, llm_calls=llm.usage.calls, llm_tokens=llm.usage.tokens,
+        pipeline = self._pipeline(corpus, llm_backend, llm_settings)
+        retriever = self.retriever(method, corpus, pipeline.llm)
+        return pipeline.run(retriever, method, question, top_k, dict(params or {}), int(budget or self.settings.reader.token_budget))
+
+    @staticmethod
+    def ask_reply(result: AskResult, with_trace: bool = True) -> AskReply:
+        """An answered question in the one wire format (`ask --json`, the API's /ask, predictions)."""
+        return AskReply.of(result, with_trace)
+
+    def _pipeline(self, corpus: Corpus, llm_backend: str | None, llm_settings: LLMSettings | None) -> QueryPipeline:
+        return QueryPipeline(
+            corpus=corpus, llm=self.llm(llm_backend, llm_settings), count_tokens=self.encoder.count_tokens,
+            question_vectors=self._question_vectors, reader=self.settings.reader,
         )
 
     def llm(self, backend: str | None = None, llm_settings: LLMSettings | None = None) -> LLMBackend:
@@ -327,15 +303,7 @@ class Service:
     ) -> AskResult:
         """Pack the same ranked results under another token budget and read again (with
         `llm_backend` and `llm_settings` when given, as in `ask`)."""
-        corpus = self.corpus(workspace)
-        hits = [ScoredNode(node_id=r.node_id, score=r.score, why=r.why) for r in result.results if r.node_id in corpus.nodes]
-        packer = TokenBudgetPacker(corpus, self.encoder.count_tokens, self.settings.reader.associates_per_anchor)
-        pack = packer.pack(result.question, hits, budget)
-        llm = self.llm(llm_backend, llm_settings)
-        answer = EvidenceReader(corpus, llm, self.settings.reader.abstain_threshold).read(
-            result.question, self._question_vectors(result.question), pack
-        )
-        return result.model_copy(update={"pack": pack, "answer": answer})
+        return self._pipeline(self.corpus(workspace), llm_backend, llm_settings).reread(result, budget)
 
     def describe_nodes(self, workspace: Path, ids: list[str]) -> dict[str, NodeBrief]:
         """Document, page, kind and text of the given node ids (documents, sections, units,
@@ -356,14 +324,6 @@ class Service:
     def _question_vectors(self, question: str):
         return self.encoders.text.encode([question])[0], self.encoders.sub.encode([question])[0]
 
-    @staticmethod
-    def _result_item(corpus: Corpus, rank: int, node_id: str, score: float, why: str) -> ResultItem:
-        node = corpus.nodes[node_id]
-        return ResultItem(
-            rank=rank, node_id=node_id, doc=corpus.documents[node.doc].file_name, page=node.page, bbox=node.bbox,
-            kind=node.kind, section_path=corpus.section_path(node_id), text=node.text, score=score, why=why,
-        )
-
     # ---------------------------------------------------------------- pages
 
     def page_view(self, workspace: Path, doc_id: str, page: int) -> PageView:
@@ -379,43 +339,22 @@ class Service:
             store.close()
 
     def render_page(self, workspace: Path, doc_id: str, page: int, highlights: list[Highlight] | None = None, dpi: int = 90):
-        """The page as a PIL image with the given boxes drawn on it."""
-        import pymupdf
-        from PIL import Image, ImageDraw
-
+        """The page as a PIL image with the given boxes drawn on it (backend.render)."""
         store = self._store(workspace)
         try:
             pdf_path = store.pdf_path(doc_id)
         finally:
             store.close()
-        if not pdf_path.exists():
-            raise WorkspaceError(f"The PDF of document '{doc_id}' is missing from the workspace; ingest it again.")
-        with pymupdf.open(pdf_path) as pdf:
-            page = min(max(1, int(page)), pdf.page_count)
-            pix = pdf[page - 1].get_pixmap(dpi=dpi)
-            img = Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
-        scale = dpi / 72.0
-        overlay = Image.new("RGBA", img.size, (0, 0, 0, 0))
-        draw = ImageDraw.Draw(overlay)
-        for hl in highlights or []:
-            x0, y0, x1, y1 = (v * scale for v in hl.bbox)
-            rgb = tuple(int(hl.color.lstrip("#")[i:i + 2], 16) for i in (0, 2, 4))
-            draw.rectangle([x0 - 1, y0 - 1, x1 + 1, y1 + 1], outline=rgb + (255,), width=2, fill=rgb + (40,))
-            if hl.label:
-                draw.text((x0 + 2, max(0, y0 - 11)), hl.label, fill=rgb + (255,))
-        return Image.alpha_composite(img.convert("RGBA"), overlay).convert("RGB")
+        return render_page(pdf_path, page, highlights, dpi, doc_id=doc_id)
 
-    def block_highlights(self, blocks: list[Block]) -> list[Highlight]:
-        return [
-            Highlight(bbox=b.bbox, color=BLOCK_COLORS.get(b.kind, "#000000"), label=f"{i + 1} {b.kind.value}" + (f" L{b.level}" if b.level else ""))
-            for i, b in enumerate(blocks)
-        ]
+    @staticmethod
+    def block_highlights(blocks: list[Block]) -> list[Highlight]:
+        """The page's layout blocks as highlights coloured by kind (BLOCK_COLORS)."""
+        return block_highlights(blocks)
 
     @staticmethod
     def png_bytes(image) -> bytes:
-        buf = io.BytesIO()
-        image.save(buf, format="PNG")
-        return buf.getvalue()
+        return png_bytes(image)
 
     # ---------------------------------------------------------------- added for the UI
 
@@ -559,19 +498,14 @@ class Service:
     def unpack_benchmark(self, archive: Path, session_workspace: Path) -> Path:
         """Unpack an uploaded zip of a benchmark folder into the session's workspace (it goes when
         the session goes) and return the collection folder."""
-        dest = Path(session_workspace) / "eval" / "uploads"
-        return unpack_benchmark_zip(archive, dest, max_unpacked_mb=self.settings.bench_max_unpacked_mb)
+        return unpack_benchmark_zip(archive, uploads_folder(session_workspace), max_unpacked_mb=self.settings.bench_max_unpacked_mb)
 
     def benchmark_workspace(self, bench: Path, session_workspace: Path) -> Path:
         """Where a benchmark's corpus is ingested, apart from the user's documents: the collections
         of bench_root (the same files for everyone) once under workspace_root/bench, an uploaded
         collection inside the session's workspace."""
         bench = self._allowed_benchmark(bench, session_workspace)
-        root = Path(self.settings.bench_root).resolve()
-        if bench.parent == root or bench == root:
-            return (self.settings.workspace_root / "bench" / bench.name).resolve()
-        digest = hashlib.sha1(str(bench).encode()).hexdigest()[:12]
-        return Path(session_workspace).resolve() / "eval" / "workspaces" / f"{bench.name}-{digest}"
+        return benchmark_workspace(bench, self.settings.bench_root, self.settings.workspace_root, session_workspace)
 
     def prepare_benchmark(
         self, bench: Path, session_workspace: Path, progress: Callable[[ProgressEvent], None] | None = None
@@ -604,6 +538,7 @@ class Service:
             raise StrataError("No method to evaluate. Pick at least one method.")
         for name in names:
             get_retriever_class(name)
+        top_k = checked_top_k(top_k, self.settings)  # a bad top_k fails once here, not once per question
         bench = self._allowed_benchmark(bench, session_workspace)
         workspace = self.benchmark_workspace(bench, session_workspace)
         reports = []
@@ -634,10 +569,4 @@ class Service:
 
     def _allowed_benchmark(self, bench: Path, session_workspace: Path) -> Path:
         """`bench` resolved, when it is one of bench_root's collections or an upload of this session."""
-        path = Path(bench).resolve()
-        allowed = [Path(self.settings.bench_root).resolve(), (Path(session_workspace) / "eval" / "uploads").resolve()]
-        if not any(path.is_relative_to(root) for root in allowed):
-            raise WorkspaceError(f"'{Path(bench).name}' is not a listed benchmark or an upload of this session; pick one from the list.")
-        if not (path / "questions.jsonl").is_file() or not (path / "corpus").is_dir():
-            raise StrataError(f"'{path.name}' is not a benchmark folder: it needs corpus/*.pdf and questions.jsonl.")
-        return path
+        return allowed_benchmark(bench, self.settings.bench_root, session_workspace)

@@ -20,6 +20,7 @@ SCORE_PY = REPO_ROOT.parent / "shared" / "bench" / "score.py"
 
 ASK_FIELDS = {"question", "method", "answer", "results", "timings_ms", "llm_calls", "trace"}
 RESULT_FIELDS = {"rank", "node_id", "doc", "page", "bbox", "kind", "section_path", "text", "score"}
+CITATION_FIELDS = {"n", "node_id", "doc", "page", "bbox", "kind", "section_path", "text"}
 
 pytestmark = pytest.mark.slow
 
@@ -65,7 +66,11 @@ def test_ask_json_prints_one_object_and_nothing_else(workspace_copy):
     assert set(out["answer"]) == {"text", "abstained", "citations"}
     assert isinstance(out["answer"]["abstained"], bool)
     assert "96" in out["answer"]["text"]
-    assert all(isinstance(c, str) for c in out["answer"]["citations"]) and out["answer"]["citations"]
+    citations = out["answer"]["citations"]
+    assert citations and all(set(c) == CITATION_FIELDS for c in citations)
+    assert [c["n"] for c in citations] == list(range(1, len(citations) + 1))
+    assert all(c["doc"].endswith(".pdf") and c["page"] >= 1 and isinstance(c["node_id"], str) for c in citations)
+    assert any("96" in c["text"] for c in citations)  # the cited unit holds the answer
     assert 1 <= len(out["results"]) <= 5
     for i, r in enumerate(out["results"], 1):
         assert RESULT_FIELDS <= set(r)
@@ -135,6 +140,21 @@ def test_eval_on_a_tiny_bench_prints_a_summary(workspace_copy, tmp_path):
     preds = list(out_dir.glob("*.jsonl"))
     assert len(preds) == 1
     assert sorted(json.loads(line)["id"] for line in preds[0].read_text().splitlines()) == ["tiny-1", "tiny-2", "tiny-3"]
+
+
+def test_out_of_bounds_input_is_one_line_error_and_a_non_zero_exit(workspace_copy):
+    too_long = "Why " + "x" * 2_100 + "?"
+    for args, expected in (
+        ([too_long], "at most 2,000 are accepted"),
+        (["--top-k", "0", "How many trees were planted?"], "top_k must be a whole number between 1 and 100; got 0"),
+        (["--top-k", "101", "How many trees were planted?"], "between 1 and 100; got 101"),
+    ):
+        proc = run_cli("ask", "--workspace", str(workspace_copy), "--json", *args)
+        assert proc.returncode == 2, (args[:1], proc.stderr[-500:])
+        assert proc.stdout == ""
+        errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
+        assert len(errors) == 1 and expected in errors[0], proc.stderr[-1000:]
+        assert "Traceback" not in proc.stderr
 
 
 def test_bad_arguments_are_reported_on_stderr(tmp_path):

@@ -26,27 +26,8 @@ from ui.spaces_gpu import gpu_task
 
 
 def ask_payload(result: AskResult) -> dict:
-    """The /ask reply: the CLI's `ask --json` fields without the trace (DESIGN.md section 7)."""
-    return {
-        "question": result.question,
-        "method": result.method,
-        "answer": {
-            "text": result.answer.text,
-            "abstained": result.answer.abstained,
-            "citations": [
-                {"n": c.n, "node_id": c.node_id, "doc": c.doc, "page": c.page, "bbox": list(c.bbox) if c.bbox else None, "text": c.text}
-                for c in result.answer.citations
-            ],
-        },
-        "results": [
-            {"rank": r.rank, "node_id": r.node_id, "doc": r.doc, "page": r.page, "bbox": list(r.bbox) if r.bbox else None,
-             "kind": r.kind.value, "section_path": r.section_path, "text": r.text, "score": r.score}
-            for r in result.results
-        ],
-        "timings_ms": result.timings_ms,
-        "llm_calls": result.llm_calls,
-        "llm_backend": result.llm_backend,
-    }
+    """The /ask reply: the CLI's `ask --json` object (Service.ask_reply) without the trace."""
+    return Service.ask_reply(result, with_trace=False).to_dict()
 
 
 def ingest_payload(report: IngestReport) -> dict:
@@ -94,7 +75,8 @@ def build(service: Service, workspace: gr.State, sample_workspace: Path | None) 
     def ask(question: str, method: str, top_k: float | None, workspace_value: str):
         """Answer a question over this client's workspace (the sample corpus plus what it ingested)."""
         ws = client_workspace(workspace_value)
-        result = service.ask(ws, question, method=method or None, top_k=int(top_k) if top_k else None)
+        # top_k goes to the service as sent (None = the default), so 0 or 10,000 is refused there, not replaced.
+        result = service.ask(ws, question, method=method or None, top_k=top_k)
         return ask_payload(result), str(ws)
 
     ingest_trigger.click(ingest, inputs=[files_in, workspace], outputs=[reply, workspace], api_name="ingest", concurrency_id="ingest")

@@ -5,8 +5,9 @@ is what a report quotes. Alongside, every question becomes a `QuestionRecord` (i
 the per-question figures of backend.eval.gold, answer, latency, LLM calls), which the Evaluate tab
 aggregates into tables by method, modality and hops (`metric_rows`) and exports as CSV and JSON.
 
-Also here: listing the benchmark folders under a root, and unpacking an uploaded zip of one
-safely (no absolute paths, no '..', no links, bounded size and entry count).
+The questions are asked through anything with the service's `ingest` and `ask` (`EvalService`),
+so this module does not import the service. Benchmark folders (listing, zips, paths) are in
+backend.eval.folders.
 """
 
 from __future__ import annotations
@@ -14,32 +15,28 @@ from __future__ import annotations
 import csv
 import json
 import logging
-import shutil
 import statistics
 import subprocess
 import sys
 import time
-import uuid
-import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
-from typing import Literal
+from pathlib import Path
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from backend.config import LLMSettings, Settings
 from backend.errors import StrataError
+from backend.eval.folders import check_benchmark
 from backend.eval.gold import K_MAX, BenchQuestion, GoldRef, is_abstention, load_questions, ranked_pages, score_question
-from backend.types import ProgressEvent
+from backend.query import PredictionLine
+from backend.types import AskResult, IngestReport, ProgressEvent
 
 log = logging.getLogger(__name__)
 
 Breakdown = Literal["overall", "modality", "hops"]
 BREAKDOWNS: tuple[Breakdown, ...] = ("overall", "modality", "hops")
-ZIP_MAX_ENTRIES = 20_000  # a collection of ~2,000 PDFs plus its metadata fits with room to spare
-_COPY_CHUNK = 1 << 20
-_S_IFMT, _S_IFLNK = 0o170000, 0o120000
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,196 +149,118 @@ def parse_summary(line: str) -> dict[str, float]:
     return out
 
 
-# ---------------------------------------------------------------- benchmark folders
-
-
-def is_benchmark(folder: Path) -> bool:
-    return (folder / "questions.jsonl").is_file() and (folder / "corpus").is_dir()
-
-
-def check_benchmark(bench: Path) -> None:
-    if not is_benchmark(bench):
-        raise StrataError(f"'{bench.name}' is not a benchmark folder: it needs corpus/*.pdf and questions.jsonl.")
-    if not any((bench / "corpus").glob("*.pdf")):
-        raise StrataError(f"The benchmark '{bench.name}' has no PDFs in corpus/. Add the collection's PDFs there.")
-
-
-def list_benchmarks(root: Path) -> list[Path]:
-    """The benchmark collections in `root` (or `root` itself when it is one), sorted by name."""
-    root = Path(root)
-    if not root.is_dir():
-        return []
-    if is_benchmark(root):
-        return [root]
-    return sorted(p for p in root.iterdir() if p.is_dir() and is_benchmark(p))
-
-
-def _unsafe_member(info: zipfile.ZipInfo) -> str | None:
-    """Why a zip entry may not be unpacked, or None when it is a plain relative file or folder."""
-    name = info.filename.replace("\\", "/")
-    if name.startswith("/") or (len(name) > 1 and name[1] == ":"):
-        return "an absolute path"
-    if ".." in PurePosixPath(name).parts:
-        return "a '..' component"
-    if (info.external_attr >> 16) & _S_IFMT == _S_IFLNK:
-        return "a symbolic link"
-    return None
-
-
-def unpack_benchmark_zip(archive: Path, dest_root: Path, *, max_unpacked_mb: float, max_entries: int = ZIP_MAX_ENTRIES) -> Path:
-    """Unpack an uploaded zip of one benchmark folder into a new folder under `dest_root` and
-    return the collection folder inside it (the zip's root or its single top-level folder).
-
-    Refuses, before writing anything: entries with absolute paths, '..' or links, more than
-    `max_entries` entries, and a declared unpacked size over `max_unpacked_mb`. The bytes really
-    written are counted too, so an archive whose headers lie stops at the same limit."""
-    archive = Path(archive)
-    limit_bytes = int(max_unpacked_mb * 1024 * 1024)
-    if archive.stat().st_size > limit_bytes:
-        raise StrataError(f"'{archive.name}' is larger than {max_unpacked_mb:g} MiB; upload a smaller benchmark.")
-    try:
-        zf = zipfile.ZipFile(archive)
-    except zipfile.BadZipFile:
-        raise StrataError(f"'{archive.name}' is not a zip archive. Zip the benchmark folder (corpus/ + questions.jsonl) and upload that.") from None
-    with zf:
-        infos = [i for i in zf.infolist() if not i.filename.startswith("__MACOSX/")]
-        if len(infos) > max_entries:
-            raise StrataError(f"'{archive.name}' holds {len(infos)} entries, more than the {max_entries} allowed.")
-        for info in infos:
-            why = _unsafe_member(info)
-            if why:
-                raise StrataError(f"'{archive.name}' was rejected: entry '{info.filename}' has {why}. Zip a plain folder.")
-        declared = sum(i.file_size for i in infos)
-        if declared > limit_bytes:
-            raise StrataError(
-                f"'{archive.name}' unpacks to {declared / 2**20:.0f} MiB, more than the {max_unpacked_mb:g} MiB allowed."
-            )
-        target = Path(dest_root) / uuid.uuid4().hex[:12]
-        target.mkdir(parents=True)
-        try:
-            _extract(zf, infos, target, limit_bytes, archive.name)
-        except BaseException:
-            shutil.rmtree(target, ignore_errors=True)
-            raise
-    bench = _find_collection(target)
-    if bench is None:
-        shutil.rmtree(target, ignore_errors=True)
-        raise StrataError(
-            f"'{archive.name}' holds no benchmark folder: put corpus/*.pdf and questions.jsonl at the top of the zip "
-            "or in one folder inside it."
-        )
-    check_benchmark(bench)
-    return bench
-
-
-def _extract(zf: zipfile.ZipFile, infos: list[zipfile.ZipInfo], target: Path, limit_bytes: int, archive_name: str) -> None:
-    root = target.resolve()
-    written = 0
-    for info in infos:
-        path = (root / info.filename.replace("\\", "/")).resolve()
-        if not path.is_relative_to(root):  # belt and braces after _unsafe_member
-            raise StrataError(f"'{archive_name}' was rejected: entry '{info.filename}' points outside the folder.")
-        if info.is_dir():
-            path.mkdir(parents=True, exist_ok=True)
-            continue
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with zf.open(info) as src, path.open("wb") as dst:
-            while chunk := src.read(_COPY_CHUNK):
-                written += len(chunk)
-                if written > limit_bytes:
-                    raise StrataError(f"'{archive_name}' unpacks to more than {limit_bytes / 2**20:g} MiB; upload a smaller benchmark.")
-                dst.write(chunk)
-
-
-def _find_collection(folder: Path) -> Path | None:
-    if (folder / "questions.jsonl").is_file():
-        return folder
-    subs = [p for p in folder.iterdir() if p.is_dir() and p.name != "__MACOSX"]
-    if len(subs) == 1 and (subs[0] / "questions.jsonl").is_file():
-        return subs[0]
-    return None
-
-
 # ---------------------------------------------------------------- running
 
 
+class EvalService(Protocol):
+    """What the runner needs of the service (backend.service.Service has it)."""
+
+    def ingest(self, workspace: Path, files: list[Path], progress: Callable[[ProgressEvent], None] | None = None) -> IngestReport: ...
+
+    def ask(self, workspace: Path, question: str, method: str | None = None, top_k: int | None = None, **options: Any) -> AskResult: ...
+
+
 def run_eval(
-    settings: Settings, workspace: Path, bench: Path, method: str | None, *, top_k: int = 30, limit: int | None = None,
-    out_dir: Path | None = None, service=None, progress: EvalProgressSink | None = None, budget: int | None = None,
+    settings: Settings, workspace: Path, bench: Path, method: str | None, *, service: EvalService, top_k: int = 30,
+    limit: int | None = None, out_dir: Path | None = None, progress: EvalProgressSink | None = None, budget: int | None = None,
     llm_backend: str | None = None, llm_settings: LLMSettings | None = None, ingest: bool = True,
 ) -> EvalReport:
     """Ingest `bench`'s corpus into `workspace`, answer its questions with `method`, score them.
 
     A question that fails (a StrataError) is recorded with its error and the run goes on; only
     when every question fails does the run raise, with the first error."""
-    from backend.__main__ import ask_json
-    from backend.service import Service
-
     bench = Path(bench)
     check_benchmark(bench)
     emit = progress or (lambda ev: None)
-    service = service or Service(settings)
+    failures = _ingest_corpus(service, workspace, bench, emit) if ingest else []  # ingest=False: the workspace as it is
+    method = method or settings.retrieval.default_method
+    questions = load_questions(bench, limit)
+    out_dir = out_dir or workspace / "eval"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    pred_path = out_dir / f"{bench.name}.{method}.jsonl"
+    # Only what the caller set, so a service without per-call LLM settings still runs the CLI's eval.
+    ask_options = {k: v for k, v in (("budget", budget), ("llm_backend", llm_backend), ("llm_settings", llm_settings)) if v is not None}
+
+    def ask(q: BenchQuestion) -> AskResult:
+        return service.ask(workspace, q.question, method, top_k, **ask_options)
+
+    records = _answer_all(questions, ask, method, pred_path, emit, bench.name)
+    if records and all(r.error for r in records):
+        raise StrataError(f"Every question of '{bench.name}' failed with {method}: {records[0].error}")
+    report = _report(method, bench.name, len(questions), pred_path, records, failures)
+    score = find_score_script(bench)
+    if score is not None:
+        emit(EvalProgress("score", 0, 1, "score.py"))
+        _score(report, score, bench, limit)
+        emit(EvalProgress("score", 1, 1, "score.py"))
+    return report
+
+
+def _ingest_corpus(service: EvalService, workspace: Path, bench: Path, emit: EvalProgressSink) -> list[str]:
+    """Ingest the collection's PDFs (unchanged ones are no-ops); the files that failed, with why."""
     pdfs = sorted((bench / "corpus").glob("*.pdf"))
 
     def on_ingest(ev: ProgressEvent) -> None:
         if ev.stage in ("open", "done", "failed"):
             emit(EvalProgress("ingest", ev.done, ev.total, f"{ev.doc}: {ev.stage}"))
 
-    if ingest:  # ingest=False asks over the workspace as it is (e.g. one built by an older parser)
-        report = service.ingest(workspace, pdfs, on_ingest)
-        if not report.ok:
-            raise StrataError(f"None of the {len(pdfs)} PDFs of '{bench.name}' could be ingested: {report.failed[0].reason}")
-    method = method or settings.retrieval.default_method
-    questions = load_questions(bench, limit)
-    out_dir = out_dir or workspace / "eval"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    pred_path = out_dir / f"{bench.name}.{method}.jsonl"
+    report = service.ingest(workspace, pdfs, on_ingest)
+    if not report.ok:
+        raise StrataError(f"None of the {len(pdfs)} PDFs of '{bench.name}' could be ingested: {report.failed[0].reason}")
+    return [f"{f.file_name}: {f.reason}" for f in report.failed]
+
+
+def _answer_all(
+    questions: list[BenchQuestion], ask: Callable[[BenchQuestion], AskResult], method: str, pred_path: Path,
+    emit: EvalProgressSink, collection: str,
+) -> list[QuestionRecord]:
+    """Ask every question, writing one prediction line each (an empty one for a failed question)."""
     records: list[QuestionRecord] = []
-    # Only what the caller set, so a service without per-call LLM settings still runs the CLI's eval.
-    ask_options = {k: v for k, v in (("budget", budget), ("llm_backend", llm_backend), ("llm_settings", llm_settings)) if v is not None}
     emit(EvalProgress("ask", 0, len(questions), method))
     with pred_path.open("w") as out:
         for i, q in enumerate(questions):
             t = time.perf_counter()
             try:
-                result = service.ask(workspace, q.question, method, top_k, **ask_options)
+                result = ask(q)
             except StrataError as exc:
                 records.append(_record(method, q, None, (time.perf_counter() - t) * 1000, str(exc)))
-                out.write(json.dumps({"id": q.id, "results": [], "answer": None}) + "\n")
+                line = PredictionLine(id=q.id, error=str(exc))
             else:
                 records.append(_record(method, q, result, (time.perf_counter() - t) * 1000))
-                row = ask_json(result)
-                out.write(json.dumps({"id": q.id, "results": row["results"], "answer": row["answer"]}) + "\n")
+                line = PredictionLine.of(q.id, result)
+            out.write(line.to_json() + "\n")
             emit(EvalProgress("ask", i + 1, len(questions), f"{method}: question {i + 1} of {len(questions)}"))
             if (i + 1) % 50 == 0:
-                log.info("%s %s: %d/%d", bench.name, method, i + 1, len(questions))
-    if records and all(r.error for r in records):
-        raise StrataError(f"Every question of '{bench.name}' failed with {method}: {records[0].error}")
+                log.info("%s %s: %d/%d", collection, method, i + 1, len(questions))
+    return records
+
+
+def _report(
+    method: str, collection: str, questions: int, pred_path: Path, records: list[QuestionRecord], ingest_failures: list[str]
+) -> EvalReport:
     answered = [r for r in records if not r.error]
     report = EvalReport(
-        method=method, collection=bench.name, questions=len(questions), predictions=pred_path,
-        ingest_failures=[f"{f.file_name}: {f.reason}" for f in report.failed] if ingest else [],
-        llm_calls_per_question=sum(r.llm_calls for r in answered) / len(questions) if questions else 0.0,
-        records=records,
+        method=method, collection=collection, questions=questions, predictions=pred_path, ingest_failures=ingest_failures,
+        llm_calls_per_question=sum(r.llm_calls for r in answered) / questions if questions else 0.0, records=records,
     )
     if answered:
         lat = sorted(r.latency_ms for r in answered)
         report.latency_p50_ms = statistics.median(lat)
         report.latency_p95_ms = lat[min(len(lat) - 1, int(0.95 * len(lat)))]
-    score = find_score_script(bench)
-    if score is not None:
-        emit(EvalProgress("score", 0, 1, "score.py"))
-        score_json = pred_path.with_suffix(".score.json")
-        cmd = [sys.executable, str(score), str(bench), str(pred_path), "--json-out", str(score_json)]
-        if limit:
-            cmd += ["--limit", str(limit)]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        summary = [ln for ln in proc.stdout.splitlines() if ln.startswith("SUMMARY")]
-        report.summary_line = summary[-1] if summary else (proc.stderr.strip() or "score.py printed no SUMMARY line")
-        report.summary = parse_summary(report.summary_line)
-        report.score_json = score_json
-        emit(EvalProgress("score", 1, 1, "score.py"))
     return report
+
+
+def _score(report: EvalReport, score: Path, bench: Path, limit: int | None) -> None:
+    """Run the collection's score.py over the predictions and keep its SUMMARY line."""
+    score_json = report.predictions.with_suffix(".score.json")
+    cmd = [sys.executable, str(score), str(bench), str(report.predictions), "--json-out", str(score_json)]
+    if limit:
+        cmd += ["--limit", str(limit)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    summary = [ln for ln in proc.stdout.splitlines() if ln.startswith("SUMMARY")]
+    report.summary_line = summary[-1] if summary else (proc.stderr.strip() or "score.py printed no SUMMARY line")
+    report.summary = parse_summary(report.summary_line)
+    report.score_json = score_json
 
 
 def _record(method: str, q: BenchQuestion, result, latency_ms: float, error: str | None = None) -> QuestionRecord:

@@ -15,7 +15,7 @@ import pytest
 
 from backend.errors import StrataError
 from backend.eval.gold import GoldRef, load_questions, parse_gold, ranked_pages, result_hits, score_question
-from backend.eval.runner import _extract, list_benchmarks, unpack_benchmark_zip
+from backend.eval.folders import _extract, list_benchmarks, unpack_benchmark_zip
 
 SCORE_PY = Path(__file__).resolve().parents[3] / "shared" / "bench" / "score.py"
 

@@ -57,6 +57,10 @@ def test_ingest_then_ask_through_gradio_client(app_url, tmp_path):
     assert "teal" in reply["results"][0]["text"]
     assert reply["timings_ms"]["total"] > 0 and reply["llm_backend"] == "rules"
     assert set(reply["answer"]) == {"text", "abstained", "citations"}
+    # One wire format with the CLI: a citation carries its node id and its place on the page.
+    cited = reply["answer"]["citations"]
+    assert cited and all(set(c) == {"n", "node_id", "doc", "page", "bbox", "kind", "section_path", "text"} for c in cited)
+    assert cited[0]["node_id"] in {r["node_id"] for r in reply["results"]} and cited[0]["doc"] == "zorblax_notes.pdf"
 
     # The sample corpus is there too (a client's workspace starts as a copy of it).
     sample = client.predict(question="How many trees did the programme plant?", method="bm25", top_k=5, api_name="/ask")
@@ -76,6 +80,19 @@ def test_a_bad_call_comes_back_as_a_message(app_url):
     with pytest.raises(Exception) as err:
         client.predict(question=QUESTION, method="no-such-method", top_k=3, api_name="/ask")
     assert "no-such-method" in str(err.value) and "Traceback" not in str(err.value)
+
+
+def test_out_of_bounds_input_is_refused_with_the_services_message(app_url):
+    client = gradio_client.Client(app_url, verbose=False)
+    cases = (
+        ({"question": "Why " + "x" * 20_000, "top_k": 3}, "20,004 characters long; at most 2,000 are accepted"),
+        ({"question": QUESTION, "top_k": 0}, "top_k must be a whole number between 1 and 100; got 0"),
+        ({"question": QUESTION, "top_k": 500}, "between 1 and 100; got 500"),
+    )
+    for kwargs, expected in cases:
+        with pytest.raises(Exception) as err:
+            client.predict(method="bm25", api_name="/ask", **kwargs)
+        assert expected in str(err.value) and "Traceback" not in str(err.value)
 
 
 def test_the_readme_example_runs_as_written(app_url):

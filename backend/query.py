@@ -1,0 +1,249 @@
+"""The one query pipeline (retrieve -> pack -> read), the bounds a question is checked against,
+and the one wire format of an answer.
+
+`QueryPipeline` runs a question through a retriever, HiKEY's token-budget packer and the
+evidence reader, timing each stage, and returns an `AskResult` (everything the UI shows).
+`AskReply` is what leaves the program: `ask --json` prints it (with the trace), the API's `/ask`
+returns it (without the trace), and the batch and evaluation predictions write a
+`PredictionLine` built from it. Field names are read by other tools (bench/score.py, scripts);
+README's "Command line" and "API" sections list them.
+
+Not here: choosing the method, the LLM backend or the workspace (the service does that), and
+what a retriever does inside (backend/retrieval/).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from pydantic import Field
+
+from backend.config import ReaderSettings, Settings
+from backend.errors import StrataError
+from backend.graph.corpus import Corpus
+from backend.llm.base import LLMBackend
+from backend.packing import TokenBudgetPacker
+from backend.reader import EvidenceReader
+from backend.retrieval.base import Retriever
+from backend.types import (
+    Answer,
+    AskResult,
+    BBox,
+    Citation,
+    EvidencePack,
+    Model,
+    NodeId,
+    NodeKind,
+    ResultItem,
+    ScoredNode,
+    Trace,
+)
+
+QuestionVectors = tuple[np.ndarray, np.ndarray]  # (text encoder, subcomponent encoder) vectors of the question
+
+
+# ---------------------------------------------------------------- input bounds
+
+
+def checked_question(question: str | None, settings: Settings) -> str:
+    """The question stripped, or a StrataError when it is empty or longer than settings.max_question_chars."""
+    text = (question or "").strip()
+    if not text:
+        raise StrataError("The question is empty. Type a question about your documents.")
+    limit = settings.max_question_chars
+    if len(text) > limit:
+        raise StrataError(
+            f"The question is {len(text):,} characters long; at most {limit:,} are accepted. "
+            "Ask the question itself and leave out pasted text (the limit is STRATA_MAX_QUESTION_CHARS)."
+        )
+    return text
+
+
+def checked_top_k(top_k: Any, settings: Settings) -> int:
+    """top_k as an int (None = settings.retrieval.top_k), or a StrataError when it is not a whole
+    number between 1 and settings.max_top_k."""
+    if top_k is None:
+        top_k = settings.retrieval.top_k
+    limit = settings.max_top_k
+    try:
+        value = int(top_k)
+        whole = not isinstance(top_k, bool) and value == float(top_k)
+    except (TypeError, ValueError, OverflowError):
+        whole = False
+    if not whole or not 1 <= value <= limit:
+        raise StrataError(
+            f"top_k must be a whole number between 1 and {limit}; got {top_k!r}. "
+            f"Ask for 1 to {limit} results (the upper limit is STRATA_MAX_TOP_K)."
+        )
+    return value
+
+
+# ---------------------------------------------------------------- the pipeline
+
+
+def result_item(corpus: Corpus, rank: int, hit: ScoredNode) -> ResultItem:
+    node = corpus.nodes[hit.node_id]
+    return ResultItem(
+        rank=rank, node_id=hit.node_id, doc=corpus.documents[node.doc].file_name, page=node.page, bbox=node.bbox,
+        kind=node.kind, section_path=corpus.section_path(hit.node_id), text=node.text, score=hit.score, why=hit.why,
+    )
+
+
+def _ms_since(start: float) -> float:
+    return round((time.perf_counter() - start) * 1000, 2)
+
+
+@dataclass(frozen=True, slots=True)
+class QueryPipeline:
+    """retrieve -> pack -> read over one loaded corpus with one LLM backend (fresh per question,
+    so its usage counts are that question's cost). The retriever is built for the same corpus
+    and backend; `question_vectors` encodes a question for the reader's unit scoring."""
+
+    corpus: Corpus
+    llm: LLMBackend
+    count_tokens: Callable[[str], int]
+    question_vectors: Callable[[str], QuestionVectors]
+    reader: ReaderSettings
+
+    def retrieve(self, retriever: Retriever, method: str, question: str, top_k: int, params: dict) -> tuple[list[ScoredNode], Trace]:
+        trace = Trace(method=method, llm_backend=self.llm.name)
+        hits = retriever.retrieve(question, top_k, params, trace)
+        trace.llm_calls, trace.llm_tokens = self.llm.usage.snapshot()
+        trace.notes.extend(n for n in getattr(self.llm.usage, "notes", []) if n not in trace.notes)
+        return hits, trace
+
+    def pack(self, question: str, hits: list[ScoredNode], budget: int) -> EvidencePack:
+        packer = TokenBudgetPacker(self.corpus, self.count_tokens, self.reader.associates_per_anchor)
+        return packer.pack(question, hits, budget)
+
+    def read(self, question: str, pack: EvidencePack) -> Answer:
+        reader = EvidenceReader(self.corpus, self.llm, self.reader.abstain_threshold)
+        return reader.read(question, self.question_vectors(question), pack)
+
+    def run(self, retriever: Retriever, method: str, question: str, top_k: int, params: dict, budget: int) -> AskResult:
+        """The whole question, with the milliseconds of each stage in timings_ms."""
+        timings: dict[str, float] = {}
+        t = time.perf_counter()
+        hits, trace = self.retrieve(retriever, method, question, top_k, params)
+        timings["retrieve"] = _ms_since(t)
+        t = time.perf_counter()
+        pack = self.pack(question, hits, budget)
+        timings["pack"] = _ms_since(t)
+        t = time.perf_counter()
+        answer = self.read(question, pack)
+        timings["read"] = _ms_since(t)
+        timings["total"] = round(sum(timings.values()), 2)
+        return AskResult(
+            question=question, method=method, results=[result_item(self.corpus, i + 1, h) for i, h in enumerate(hits)],
+            pack=pack, answer=answer, trace=trace, timings_ms=timings, llm_backend=self.llm.name,
+            llm_calls=self.llm.usage.calls, llm_tokens=self.llm.usage.tokens,
+        )
+
+    def reread(self, result: AskResult, budget: int) -> AskResult:
+        """The same ranked results packed under another budget and read again (results whose
+        node is not in this corpus are left out of the pack)."""
+        hits = [ScoredNode(node_id=r.node_id, score=r.score, why=r.why) for r in result.results if r.node_id in self.corpus.nodes]
+        pack = self.pack(result.question, hits, budget)
+        return result.model_copy(update={"pack": pack, "answer": self.read(result.question, pack)})
+
+
+# ---------------------------------------------------------------- wire format
+
+
+class CitedUnit(Model):
+    """One citation of an answer: its number in the answer text, the node id, and where it is."""
+
+    n: int = Field(description="The citation's number, as [n] in the answer text.")
+    node_id: NodeId
+    doc: str = Field(description="File name of the document.")
+    page: int = Field(description="1-based page number.")
+    bbox: BBox | None = Field(description="x0, y0, x1, y1 in PDF points, top-left origin; None when the unit has no box.")
+    kind: NodeKind
+    section_path: list[str]
+    text: str
+
+    @classmethod
+    def of(cls, c: Citation) -> CitedUnit:
+        return cls(n=c.n, node_id=c.node_id, doc=c.doc, page=c.page, bbox=c.bbox, kind=c.kind, section_path=c.section_path, text=c.text)
+
+
+class WireAnswer(Model):
+    text: str
+    abstained: bool
+    citations: list[CitedUnit]
+
+    @classmethod
+    def of(cls, a: Answer) -> WireAnswer:
+        return cls(text=a.text, abstained=a.abstained, citations=[CitedUnit.of(c) for c in a.citations])
+
+
+class WireResult(Model):
+    """One ranked result."""
+
+    rank: int
+    node_id: NodeId
+    doc: str = Field(description="File name of the document.")
+    page: int = Field(description="1-based page number.")
+    bbox: BBox | None
+    kind: NodeKind
+    section_path: list[str]
+    text: str
+    score: float
+
+    @classmethod
+    def of(cls, r: ResultItem) -> WireResult:
+        return cls(
+            rank=r.rank, node_id=r.node_id, doc=r.doc, page=r.page, bbox=r.bbox, kind=r.kind, section_path=r.section_path,
+            text=r.text, score=r.score,
+        )
+
+
+class AskReply(Model):
+    """One answered question as it leaves the program (`ask --json`, `/ask`, predictions)."""
+
+    question: str
+    method: str
+    answer: WireAnswer
+    results: list[WireResult]
+    timings_ms: dict[str, float]
+    llm_calls: int
+    llm_backend: str
+    trace: Trace | None = Field(None, description="The typed steps of the retrieval; left out by the API.")
+
+    @classmethod
+    def of(cls, result: AskResult, with_trace: bool = True) -> AskReply:
+        return cls(
+            question=result.question, method=result.method, answer=WireAnswer.of(result.answer),
+            results=[WireResult.of(r) for r in result.results], timings_ms=result.timings_ms, llm_calls=result.llm_calls,
+            llm_backend=result.llm_backend, trace=result.trace if with_trace else None,
+        )
+
+    def to_dict(self) -> dict:
+        """JSON-ready; the trace key is absent (not null) when the reply was made without it."""
+        return self.model_dump(mode="json", exclude={"trace"} if self.trace is None else None)
+
+
+class PredictionLine(Model):
+    """One line of a predictions file (`ask --questions ... --out`, the evaluator): what
+    ../shared/bench/score.py reads (`id`, `results`), plus the answer and its cost. A question
+    that failed has no results, no answer and its error."""
+
+    id: str
+    results: list[WireResult] = Field(default_factory=list)
+    answer: WireAnswer | None = None
+    timings_ms: dict[str, float] = Field(default_factory=dict)
+    llm_calls: int = 0
+    error: str | None = None
+
+    @classmethod
+    def of(cls, qid: str, result: AskResult) -> PredictionLine:
+        reply = AskReply.of(result, with_trace=False)
+        return cls(id=qid, results=reply.results, answer=reply.answer, timings_ms=reply.timings_ms, llm_calls=reply.llm_calls)
+
+    def to_json(self) -> str:
+        """One JSON line; `error` only on a failed question."""
+        return self.model_dump_json(exclude={"error"} if self.error is None else None)
