@@ -59,6 +59,39 @@ class CountingEncoder:
         return self.inner.count_tokens(text)
 
 
+# ---------------------------------------------------------------- markers by path and fixture
+
+TESTS_DIR = Path(__file__).resolve().parent
+# Modules that are browser tests: they drive the app server that tests/ui/conftest.py starts.
+BROWSER_MODULES = {"ui/test_api_client.py"}
+# Modules that are integration tests as a whole: the CLI in subprocesses (each builds or opens a
+# workspace with the real models), real manuals parsed whole.
+INTEGRATION_MODULES = {"test_cli.py", "ingest/test_debian_manuals.py"}
+# Fixtures that run the whole ingest pipeline (parse, layout, graph, encoders, indexes) on real
+# PDFs: a test that needs one (directly or through another fixture) is an integration test.
+INGEST_FIXTURES = {"sample_workspace", "evaluated"}
+
+
+def _marks_for(rel: str, fixtures: set[str]) -> list[str]:
+    marks = []
+    if rel in BROWSER_MODULES or (rel.startswith("ui/") and "browser" in rel.rsplit("/", 1)[-1]):
+        marks.append("browser")
+    if rel in INTEGRATION_MODULES or fixtures & INGEST_FIXTURES:
+        marks.append("integration")
+    return marks
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Add the `browser` and `integration` markers (see pyproject.toml) so that
+    `pytest -m "not browser and not integration"` is a quick unit run."""
+    for item in items:
+        path = Path(str(item.fspath)).resolve()
+        if not path.is_relative_to(TESTS_DIR):
+            continue
+        for name in _marks_for(path.relative_to(TESTS_DIR).as_posix(), set(getattr(item, "fixturenames", ()))):
+            item.add_marker(getattr(pytest.mark, name))
+
+
 @pytest.fixture(scope="session")
 def strata_settings(tmp_path_factory) -> Settings:
     root = tmp_path_factory.mktemp("strata_root")
