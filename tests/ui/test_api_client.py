@@ -60,7 +60,8 @@ def test_ingest_then_ask_through_gradio_client(app_url, tmp_path):
     # One wire format with the CLI: a citation carries its node id and its place on the page.
     cited = reply["answer"]["citations"]
     assert cited and all(set(c) == {"n", "node_id", "doc", "page", "bbox", "kind", "section_path", "text"} for c in cited)
-    assert cited[0]["node_id"] in {r["node_id"] for r in reply["results"]} and cited[0]["doc"] == "zorblax_notes.pdf"
+    assert (cited[0]["doc"], cited[0]["page"]) == ("zorblax_notes.pdf", 1) and "teal" in cited[0]["text"]
+    assert cited[0]["bbox"] and len(cited[0]["bbox"]) == 4 and cited[0]["node_id"].startswith(reply["results"][0]["node_id"])
 
     # The sample corpus is there too (a client's workspace starts as a copy of it).
     sample = client.predict(question="How many trees did the programme plant?", method="bm25", top_k=5, api_name="/ask")
