@@ -18,7 +18,7 @@ import pysbd
 from backend.ingest.extract import ocr_region
 from backend.ingest.hierarchy import Hierarchy
 from backend.ingest.layout import LayoutBlock, join_lines
-from backend.types import BBox, Block, BlockKind, Edge, EdgeKind, Layer, Node, NodeKind, Section
+from backend.types import FURNITURE_KINDS, NAVIGATION_KINDS, BBox, Block, BlockKind, Edge, EdgeKind, Layer, Node, NodeKind, Section
 
 log = logging.getLogger(__name__)
 
@@ -146,7 +146,9 @@ def build_components(
     for b in blocks:
         node_id = None
         sec_id = owner.get(b.order, sections[0].id)
-        if b.kind in (BlockKind.HEADER, BlockKind.FOOTER, BlockKind.PAGE_NUMBER, BlockKind.HEADING, BlockKind.TITLE):
+        # Furniture, headings (their section node stands for them) and navigation (TOC lines,
+        # index entries) are kept as blocks for the parse view but are not units of evidence.
+        if b.kind in (*FURNITURE_KINDS, *NAVIGATION_KINDS, BlockKind.HEADING, BlockKind.TITLE):
             level = None
             conf = None
             if b.kind == BlockKind.HEADING and b.order in heading_section:
