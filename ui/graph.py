@@ -29,7 +29,7 @@ from pyvis.network import Network
 from backend.service import Service
 from backend.types import EdgeKind, GraphCounts, GraphView, NeighbourView, NodeDetails, NodeKind
 from ui import render
-from ui.common import session_workspace, user_errors
+from ui.common import PRIVATE, session_workspace, user_errors
 
 KIND_COLORS: dict[NodeKind, str] = {
     NodeKind.DOCUMENT: "#1e3a8a",
@@ -415,15 +415,15 @@ def build(service: Service, workspace: gr.State) -> GraphTab:
 
     filter_inputs = [workspace, layers, kinds, edge_kinds, docs, limit]
     refresh_outputs = [docs, graph, status, node_pick, overview]
-    tab.select(refresh, inputs=filter_inputs, outputs=refresh_outputs, trigger_mode="always_last")
+    tab.select(refresh, inputs=filter_inputs, outputs=refresh_outputs, trigger_mode="always_last", **PRIVATE)
     for control in (layers, kinds, edge_kinds, docs):
-        control.input(redraw, inputs=filter_inputs, outputs=[graph, status, node_pick], trigger_mode="always_last")
-    limit.release(redraw, inputs=filter_inputs, outputs=[graph, status, node_pick], trigger_mode="always_last")
-    graph.click(on_click, inputs=[workspace], outputs=[node_id, details])
-    details.click(on_click, inputs=[workspace], outputs=[node_id, details])
-    node_id.submit(show_node, inputs=[workspace, node_id], outputs=[node_id, details])
-    node_pick.input(show_node, inputs=[workspace, node_pick], outputs=[node_id, details])
+        control.input(redraw, inputs=filter_inputs, outputs=[graph, status, node_pick], trigger_mode="always_last", **PRIVATE)
+    limit.release(redraw, inputs=filter_inputs, outputs=[graph, status, node_pick], trigger_mode="always_last", **PRIVATE)
+    graph.click(on_click, inputs=[workspace], outputs=[node_id, details], **PRIVATE)
+    details.click(on_click, inputs=[workspace], outputs=[node_id, details], **PRIVATE)
+    node_id.submit(show_node, inputs=[workspace, node_id], outputs=[node_id, details], **PRIVATE)
+    node_pick.input(show_node, inputs=[workspace, node_pick], outputs=[node_id, details], **PRIVATE)
     export_inputs = [workspace, layers, kinds, edge_kinds, docs]
-    export_json.click(lambda *a: export(a[0], "json", *a[1:]), inputs=export_inputs, outputs=[export_file])
-    export_graphml.click(lambda *a: export(a[0], "graphml", *a[1:]), inputs=export_inputs, outputs=[export_file])
+    export_json.click(lambda *a: export(a[0], "json", *a[1:]), inputs=export_inputs, outputs=[export_file], **PRIVATE)
+    export_graphml.click(lambda *a: export(a[0], "graphml", *a[1:]), inputs=export_inputs, outputs=[export_file], **PRIVATE)
     return GraphTab(tab=tab, graph=graph, refresh=refresh, refresh_inputs=filter_inputs, refresh_outputs=refresh_outputs)

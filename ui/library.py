@@ -212,14 +212,16 @@ def build(service: Service, workspace: gr.State, sample_workspace: Path | None) 
     ingest_event = ingest_button.click(
         ingest, inputs=[files, workspace], outputs=[progress, report, documents, remove_choice, files, graph_counts],
         concurrency_limit=2, concurrency_id="ingest", show_progress="hidden",  # the progress table is the indicator
+        api_visibility="private",  # /ingest (ui/api.py) is the API's ingest
     )
     # The estimate shows as soon as the files are uploaded, before Ingest is pressed (and clears with them).
-    files.change(estimate_files, inputs=[files, workspace], outputs=[estimate], show_progress="minimal")
+    files.change(estimate_files, inputs=[files, workspace], outputs=[estimate], show_progress="minimal", api_visibility="private")
     remove_event = remove_button.click(
-        remove, inputs=[remove_choice, workspace], outputs=[documents, remove_choice, report, graph_counts]
+        remove, inputs=[remove_choice, workspace], outputs=[documents, remove_choice, report, graph_counts], api_visibility="private"
     )
     reset_event = reset_button.click(
-        reset, inputs=[workspace], outputs=[workspace, documents, remove_choice, report, progress, graph_counts]
+        reset, inputs=[workspace], outputs=[workspace, documents, remove_choice, report, progress, graph_counts],
+        api_visibility="private",
     )
     return LibraryTab(
         files=files, ingest_button=ingest_button, estimate=estimate, progress=progress, report=report,
