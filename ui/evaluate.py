@@ -152,6 +152,45 @@ def bench_choices(benches: list[Path], uploaded: list[tuple[str, str]]) -> list[
     return listed + [(f"{label} (uploaded)", path) for label, path in uploaded]
 
 
+def bench_ingest_note(service: Service, bench_path: str, ws: Path) -> str:
+    """ingest_note for a collection, from the page counts of its PDFs not yet in its workspace."""
+    bench = Path(bench_path)
+    pdfs = sorted((bench / "corpus").glob("*.pdf"))
+    est = service.estimate_ingest(service.benchmark_workspace(bench, ws), pdfs)
+    return ingest_note(bench.name, len(pdfs), est.pages, est.seconds)
+
+
+def prepare_run(service: Service, bench: Path, ws: Path, chosen: list[str], opts: dict, progress) -> None:
+    """Ingest the collection (once) and load each method's indexes with one untimed question,
+    so that the first timed question does not pay for the index build."""
+
+    def on_ingest(ev) -> None:
+        if ev.stage == "open" and ev.total:
+            progress(INGEST_SHARE * ev.done / ev.total, desc=progress_label("ingest", ev.done, ev.total, doc=ev.doc))
+
+    bench_ws = service.prepare_benchmark(bench, ws, on_ingest)
+    first = service.benchmark_questions(bench, ws, limit=1)
+    for name in chosen if first else []:
+        progress(INGEST_SHARE, desc=progress_label("warm", 0, 0, name))
+        try:
+            service.ask(bench_ws, first[0].question, method=name, top_k=EVAL_TOP_K, **opts)
+        except StrataError as exc:  # the timed run asks again and records the error per question
+            log.info("warm-up of %s on %s failed: %s", name, bench.name, exc)
+
+
+def method_progress(progress, chosen: list[str]):
+    """The progress sink of Service.evaluate: (index of the method, event) -> the bar, after prepare_run."""
+
+    def on_progress(i: int, ev) -> None:
+        if ev.stage == "ingest":
+            return  # done by prepare_run(): every file is unchanged now
+        part = 1.0 if ev.stage == "score" or not ev.total else ev.done / ev.total
+        share = (1 - INGEST_SHARE) / len(chosen)
+        progress(INGEST_SHARE + share * (i + part * 0.97), desc=progress_label(ev.stage, ev.done, ev.total, chosen[i]))
+
+    return on_progress
+
+
 # ---------------------------------------------------------------- the tab
 
 
@@ -214,29 +253,7 @@ def build(service: Service, workspace: gr.State, session_settings: gr.State) -> 
 
     @user_errors
     def show_ingest_note(bench_path: str | None, workspace_value: str) -> str:
-        if not bench_path:
-            return ""
-        ws = session_workspace(workspace_value)
-        bench = Path(bench_path)
-        pdfs = sorted((bench / "corpus").glob("*.pdf"))
-        est = service.estimate_ingest(service.benchmark_workspace(bench, ws), pdfs)
-        return ingest_note(bench.name, len(pdfs), est.pages, est.seconds)
-
-    def prepare(bench: Path, ws: Path, chosen: list[str], opts: dict, progress: gr.Progress) -> None:
-        """Ingest the collection (once) and load each method's indexes with one untimed question,
-        so that the first timed question does not pay for the index build."""
-        def on_ingest(ev) -> None:
-            if ev.stage == "open" and ev.total:
-                progress((INGEST_SHARE * ev.done / ev.total), desc=progress_label("ingest", ev.done, ev.total, doc=ev.doc))
-
-        bench_ws = service.prepare_benchmark(bench, ws, on_ingest)
-        first = service.benchmark_questions(bench, ws, limit=1)
-        for name in chosen if first else []:
-            progress(INGEST_SHARE, desc=progress_label("warm", 0, 0, name))
-            try:
-                service.ask(bench_ws, first[0].question, method=name, top_k=EVAL_TOP_K, **opts)
-            except StrataError as exc:  # the timed run asks again and records the error per question
-                log.info("warm-up of %s on %s failed: %s", name, bench.name, exc)
+        return bench_ingest_note(service, bench_path, session_workspace(workspace_value)) if bench_path else ""
 
     @user_errors
     def run(workspace_value: str, settings, bench_path: str | None, chosen: list[str], n: float, by: str, progress=gr.Progress()):
@@ -246,18 +263,10 @@ def build(service: Service, workspace: gr.State, session_settings: gr.State) -> 
         if not chosen:
             raise StrataError("Tick at least one method to evaluate.")
         opts = settings.ask_options()
-        prepare(Path(bench_path), ws, chosen, opts, progress)
-
-        def on_progress(i: int, ev) -> None:
-            if ev.stage == "ingest":
-                return  # done by prepare(): every file is unchanged now
-            part = ev.done / ev.total if ev.total else 1.0
-            if ev.stage == "score":
-                part = 1.0
-            share = (1 - INGEST_SHARE) / len(chosen)
-            progress(INGEST_SHARE + share * (i + part * 0.97), desc=progress_label(ev.stage, ev.done, ev.total, chosen[i]))
-
-        reports = service.evaluate(Path(bench_path), ws, chosen, limit=int(n), top_k=EVAL_TOP_K, progress=on_progress, **opts)
+        prepare_run(service, Path(bench_path), ws, chosen, opts, progress)
+        reports = service.evaluate(
+            Path(bench_path), ws, chosen, limit=int(n), top_k=EVAL_TOP_K, progress=method_progress(progress, chosen), **opts
+        )
         overall = service.eval_rows(reports, "overall")
         csv_path, json_path = service.export_eval(reports, ws)
         table, fig = breakdown_view(reports, by)
