@@ -75,6 +75,11 @@ class ProgressBoard:
             row.stages_seen.append(event.stage)
 
 
+# Tall enough for the four sample PDFs and a few uploads (two-line rows when titles wrap) at a
+# 1280x800 window: at 320 px the fifth row was cut in half behind the table's own scroll bar.
+DOCUMENTS_MAX_HEIGHT_PX = 520
+
+
 def _documents_table(docs: list[Document]) -> dict:
     return {"headers": render.DOCUMENT_HEADERS, "data": render.document_rows(docs)}
 
@@ -121,7 +126,7 @@ def build(service: Service, workspace: gr.State, sample_workspace: Path | None) 
         report = gr.HTML(elem_id="ingest-report")
         gr.Markdown("### Documents in this workspace")
         documents = gr.Dataframe(
-            headers=render.DOCUMENT_HEADERS, datatype="str", interactive=False, elem_id="documents-table", max_height=320,
+            headers=render.DOCUMENT_HEADERS, datatype="str", interactive=False, elem_id="documents-table", max_height=DOCUMENTS_MAX_HEIGHT_PX,
             wrap=True, column_widths=["22%", "38%", "8%", "14%", "8%", "10%"],
         )
         with gr.Row():
