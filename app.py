@@ -18,6 +18,7 @@ if importlib.util.find_spec("spaces") is not None:
 import ui  # noqa: E402
 from backend.config import Settings  # noqa: E402
 from backend.service import Service  # noqa: E402
+from ui.common import quiet_library_loggers  # noqa: E402
 
 log = logging.getLogger("strata.app")
 
@@ -27,6 +28,7 @@ def main() -> None:
     logging.basicConfig(
         level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True
     )
+    quiet_library_loggers()
     service = Service(settings)
     sample = None
     if settings.load_sample:

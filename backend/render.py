@@ -24,6 +24,8 @@ BLOCK_COLORS = {
     BlockKind.HEADER: "#9ca3af",
     BlockKind.FOOTER: "#9ca3af",
     BlockKind.PAGE_NUMBER: "#9ca3af",
+    BlockKind.TOC: "#a78bfa",
+    BlockKind.INDEX: "#c084fc",
 }
 UNKNOWN_KIND_COLOR = "#000000"
 

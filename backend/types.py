@@ -75,9 +75,12 @@ class BlockKind(str, Enum):
     HEADER = "header"  # running header (furniture)
     FOOTER = "footer"  # running footer (furniture)
     PAGE_NUMBER = "page_number"  # furniture
+    TOC = "toc"  # a table-of-contents line or page: shown in the parse view, never evidence
+    INDEX = "index"  # a back-of-book index entry: shown in the parse view, never evidence
 
 
 FURNITURE_KINDS = (BlockKind.HEADER, BlockKind.FOOTER, BlockKind.PAGE_NUMBER)
+NAVIGATION_KINDS = (BlockKind.TOC, BlockKind.INDEX)  # point to content, are not content: no graph node
 
 
 class Document(Model):

@@ -76,15 +76,16 @@ def build(service: Service, sample_workspace: Path | None = None) -> gr.Blocks:
         def start_session() -> str:
             return str(service.new_session_workspace(base=sample_workspace))
 
-        loaded = demo.load(start_session, outputs=[workspace])
+        loaded = demo.load(start_session, outputs=[workspace], api_visibility="private")
         # The documents list changes while an ingest runs (after each finished file): the Parse tab's
         # picker grows with it instead of waiting for the whole batch.
         library_tab.documents.change(
-            parse_tab.refresh, inputs=[workspace, parse_tab.document], outputs=[parse_tab.document], show_progress="hidden"
+            parse_tab.refresh, inputs=[workspace, parse_tab.document], outputs=[parse_tab.document], show_progress="hidden",
+            api_visibility="private",
         )
         for event in [loaded, *library_tab.changed]:
-            event.then(library_tab.refresh, inputs=[workspace], outputs=library_tab.refresh_outputs).then(
-                parse_tab.refresh, inputs=[workspace, parse_tab.document], outputs=[parse_tab.document]
+            event.then(library_tab.refresh, inputs=[workspace], outputs=library_tab.refresh_outputs, api_visibility="private").then(
+                parse_tab.refresh, inputs=[workspace, parse_tab.document], outputs=[parse_tab.document], api_visibility="private"
             )
     demo.queue(default_concurrency_limit=4)
     return demo

@@ -12,6 +12,7 @@ makes one service call and hands the result to the pure renderers.
 from __future__ import annotations
 
 import tempfile
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -182,7 +183,7 @@ def build(service: Service, workspace: gr.State, with_examples: bool, session_se
         return (
             render.render_answer(result),
             render.render_citations(cites, selected=cites[0].n if cites else None),
-            render.render_run_facts(result),
+            render.render_run_facts(result, run_id=uuid.uuid4().hex[:12]),
             first_page(ws, cites),
             {"headers": render.RESULT_HEADERS, "data": render.result_rows(result.results)},
             replay.render_pack_tree(result.pack, nodes),
@@ -235,7 +236,7 @@ def build(service: Service, workspace: gr.State, with_examples: bool, session_se
             replay.render_pack_tree(new.pack, briefs(ws, new)),
             new,
             gr.update(value=export_file(ws, new), interactive=True),
-            render.render_run_facts(new),
+            render.render_run_facts(new, run_id=uuid.uuid4().hex[:12]),
         )
 
     @gpu_task

@@ -1,6 +1,6 @@
 """Compare tab: one question through two to four methods side by side: each method's answer and
-ranked results (document, page, snippet), how much their result pages overlap (a Jaccard matrix),
-latency and LLM calls. With gold evidence (a benchmark question picked from a collection, or
+ranked results (document, page, snippet), the units only one method found, how much their result
+pages overlap (a Jaccard matrix), latency and LLM calls. With gold evidence (a benchmark question picked from a collection, or
 pages typed in) every result is marked hit or miss on its page, as ../shared/bench/score.py counts.
 
 A benchmark question is asked over that benchmark's own workspace (its corpus, ingested once),
@@ -28,7 +28,7 @@ DEFAULT_METHODS = ("bm25", "hikey")
 WORKSPACE, BENCH = "workspace", "bench"
 BEFORE_COMPARING = empty_state(
     "Compare how methods answer the same question.",
-    "Type a question (or pick a benchmark question below), tick two to four methods and press Compare.",
+    "Type a question (or pick a benchmark question above), tick two to four methods and press Compare.",
 )
 
 Page = tuple[str, int]
@@ -58,6 +58,31 @@ def gold_found(result: AskResult, gold_refs) -> tuple[int, int]:
     return sum(any(g.matches(r.doc, r.page) for r in result.results) for g in units), len(units)
 
 
+def only_found(results: list[AskResult]) -> list[set[str]]:
+    """For each method, the result units (node ids) that none of the other compared methods returned."""
+    units = [{r.node_id for r in res.results} for res in results]
+    return [mine - set().union(*(u for j, u in enumerate(units) if j != i)) for i, mine in enumerate(units)]
+
+
+def same_answer_as(results: list[AskResult]) -> list[str | None]:
+    """For each method, the first other method whose answer text is word for word the same."""
+    out: list[str | None] = []
+    for i, res in enumerate(results):
+        text = " ".join(res.answer.text.split())
+        out.append(next((o.method for j, o in enumerate(results) if j != i and " ".join(o.answer.text.split()) == text), None))
+    return out
+
+
+def render_only(result: AskResult, only: set[str]) -> str:
+    """The line above a method's results: how many units (and which pages) only it found."""
+    if not only:
+        return '<div class="st-cmp-only" data-only-count="0">Every result of this method was also found by another method.</div>'
+    pages = sorted({(r.doc, r.page) for r in result.results if r.node_id in only})
+    where = ", ".join(f"{esc(d)} p.{p}" for d, p in pages[:6]) + (" …" if len(pages) > 6 else "")
+    return (f'<div class="st-cmp-only" data-only-count="{len(only)}"><span class="st-cmp-only-badge">only here</span>'
+            f"{len(only)} unit(s) no other method found, on {where}</div>")
+
+
 def _badge(hit: bool | None) -> str:
     if hit is None:
         return ""
@@ -66,7 +91,8 @@ def _badge(hit: bool | None) -> str:
 
 def render_summary(results: list[AskResult], hits: list[list[bool]] | None, gold_pages_found: list[tuple[int, int]] | None) -> str:
     """One row per method: answer, latency, LLM calls and, with gold, hits and gold pages found."""
-    head = ["Method", "Answer", "Results", "Latency (ms)", "LLM calls"]
+    head = ["Method", "Answer", "Results", "Only this method", "Latency (ms)", "LLM calls"]
+    only, same = only_found(results), same_answer_as(results)
     if hits is not None:
         head += ["Hits", "Gold pages found", "First hit"]
     rows = []
@@ -74,7 +100,10 @@ def render_summary(results: list[AskResult], hits: list[list[bool]] | None, gold
         t = res.timings_ms
         latency = f'{t.get("total", 0):.0f} <span class="st-muted">(retrieve {t.get("retrieve", 0):.0f} · pack {t.get("pack", 0):.0f} · read {t.get("read", 0):.0f})</span>'
         answer = ('<span class="st-abstained">abstained</span> ' if res.answer.abstained else "") + esc(snippet(res.answer.text, 140))
+        if same[i]:
+            answer += f' <span class="st-muted" data-same-as="{esc(same[i])}">(same answer as {esc(same[i])}; see what only it found)</span>'
         cells = [f'<th scope="row">{esc(res.method)}</th>', f"<td>{answer}</td>", f"<td>{len(res.results)}</td>",
+                 f'<td data-field="only">{len(only[i])} unit(s)</td>',
                  f"<td>{latency}</td>", f"<td>{res.llm_calls} <span class=\"st-muted\">({esc(res.llm_backend)})</span></td>"]
         if hits is not None:
             first = next((k + 1 for k, h in enumerate(hits[i]) if h), None)
@@ -89,15 +118,18 @@ def render_summary(results: list[AskResult], hits: list[list[bool]] | None, gold
 def render_columns(results: list[AskResult], hits: list[list[bool]] | None) -> str:
     """The methods side by side: answer and ranked results, each marked hit or miss when gold is known."""
     cols = []
+    only = only_found(results)
     for i, res in enumerate(results):
         items = []
         for k, r in enumerate(res.results):
             hit = hits[i][k] if hits is not None else None
             state = "none" if hit is None else ("hit" if hit else "miss")
             path = " > ".join(r.section_path)
+            only_here = r.node_id in only[i]
             items.append(
-                f'<li class="st-cmp-result" data-hit="{state}">{_badge(hit)}'
-                f'<span class="st-cmp-where">{esc(r.doc)} p.{r.page}</span> <span class="st-muted">{esc(r.kind.value)}</span>'
+                f'<li class="st-cmp-result" data-hit="{state}" data-only="{str(only_here).lower()}">{_badge(hit)}'
+                + ('<span class="st-cmp-only-badge">only here</span>' if only_here else "")
+                + f'<span class="st-cmp-where">{esc(r.doc)} p.{r.page}</span> <span class="st-muted">{esc(r.kind.value)}</span>'
                 + (f'<div class="st-cmp-path">{esc(path)}</div>' if path else "")
                 + f'<div class="st-cmp-snippet">{esc(snippet(r.text))}</div></li>'
             )
@@ -106,7 +138,7 @@ def render_columns(results: list[AskResult], hits: list[list[bool]] | None) -> s
         cols.append(
             f'<section class="st-cmp-col" data-method="{esc(res.method)}">'
             f"<h3>{esc(res.method)}</h3>"
-            f'<div class="st-cmp-answer"{abstained}>{esc(res.answer.text)}</div>{body}</section>'
+            f'<div class="st-cmp-answer"{abstained}>{esc(res.answer.text)}</div>{render_only(res, only[i])}{body}</section>'
         )
     return f'<div class="st-cmp-grid" style="--st-cmp-cols:{max(1, len(results))}">{"".join(cols)}</div>'
 
@@ -158,14 +190,15 @@ def build(service: Service, workspace: gr.State, session_settings: gr.State) -> 
         methods = gr.CheckboxGroup(
             choices=names, value=default_methods, label=f"Methods ({MIN_METHODS} to {MAX_METHODS})", elem_id="compare-methods",
         )
+        # The picker sits in plain view, where the text above says to pick a benchmark question.
+        with gr.Row(elem_id="compare-bench-row"):
+            bench = gr.Dropdown(
+                choices=[("(none)", "")] + [(b.name, str(b)) for b in benches], value="", label="Benchmark collection",
+                info="Pick one to choose among its questions." if benches else "No benchmark folders on this server; type gold pages instead.",
+                elem_id="compare-bench", scale=1,
+            )
+            bench_question = gr.Dropdown(choices=[], value=None, label="Benchmark question", elem_id="compare-bench-question", scale=2)
         with gr.Accordion("Gold evidence: mark each result hit or miss", open=False, elem_id="compare-gold-panel"):
-            with gr.Row():
-                bench = gr.Dropdown(
-                    choices=[("(none)", "")] + [(b.name, str(b)) for b in benches], value="", label="Benchmark collection",
-                    info="Pick one to choose among its questions." if benches else "No benchmark folders on this server; type gold pages instead.",
-                    elem_id="compare-bench", scale=1,
-                )
-                bench_question = gr.Dropdown(choices=[], value=None, label="Benchmark question", elem_id="compare-bench-question", scale=2)
             gold = gr.Textbox(
                 label="Gold pages", lines=2, elem_id="compare-gold",
                 placeholder="policy_brief.pdf p.2 (one per line; a file name alone means any page of it)",

@@ -29,7 +29,7 @@ from pyvis.network import Network
 from backend.service import Service
 from backend.types import EdgeKind, GraphCounts, GraphView, NeighbourView, NodeDetails, NodeKind
 from ui import render
-from ui.common import session_workspace, user_errors
+from ui.common import PRIVATE, session_workspace, user_errors
 
 KIND_COLORS: dict[NodeKind, str] = {
     NodeKind.DOCUMENT: "#1e3a8a",
@@ -104,12 +104,24 @@ TOOLTIP_CSS = (
 )
 # Runs inside the iframe after pyvis has drawn `network`: freeze the layout once it has settled
 # (nodes stop drifting, and clicks land where the user aims), and report clicked nodes upwards.
+READABLE_LABEL_PX = 8  # on-screen font size every label gets in the fitted view
 CLICK_BRIDGE_JS = """
 <script>
+var READABLE_LABEL_PX = %d;
 (function () {
   if (typeof network === "undefined") { return; }
   network.once("stabilizationIterationsDone", function () {
     network.setOptions({physics: false});
+    // Fitted to hundreds of nodes, the view's scale drops labels below what vis-network draws
+    // (font x scale under its threshold): every node a dot. Grow the fonts so that each label
+    // is at least READABLE_LABEL_PX on screen at the fitted scale.
+    var scale = network.getScale();
+    var grow = nodes.get().map(function (n) {
+      var size = (n.font && n.font.size) || 11;
+      return {id: n.id, font: {size: Math.max(size, Math.ceil(READABLE_LABEL_PX / scale))}};
+    });
+    if (scale > 0) { nodes.update(grow); }
+    document.body.setAttribute("data-label-scale", String(scale));
     // pyvis fades its progress bar out over 500 ms, and until then the bar swallows clicks.
     var bar = document.getElementById("loadingBar");
     if (bar) { bar.style.display = "none"; }
@@ -130,7 +142,7 @@ CLICK_BRIDGE_JS = """
   });
 })();
 </script>
-"""
+""" % READABLE_LABEL_PX
 # On the Gradio side: a message from this component's own iframe becomes its "click" event.
 GRAPH_LISTENER_JS = """
 window.addEventListener('message', (event) => {
@@ -234,7 +246,8 @@ def render_legend() -> str:
 
 
 def overview_figure(counts: GraphCounts) -> go.Figure:
-    """Three compact bar charts: nodes per layer, nodes per kind, edges per kind."""
+    """Three compact bar charts: nodes per layer, nodes per kind, edges per kind, of the nodes that
+    pass the filters (before the node limit) and the edges between them."""
     fig = make_subplots(rows=1, cols=3, subplot_titles=("Nodes by layer", "Nodes by kind", "Edges by kind"), horizontal_spacing=0.12)
     parts = [
         (counts.by_layer, [name for name in LAYER_COLORS], LAYER_COLORS),
@@ -367,7 +380,7 @@ def build(service: Service, workspace: gr.State) -> GraphTab:
                 )
                 node_pick = gr.Dropdown(label="Find a shown node", choices=[], value=None, filterable=True, elem_id="graph-node-pick")
                 details = gr.HTML(NO_NODE, elem_id="graph-node-details", js_on_load=DETAILS_CLICK_JS)
-        with gr.Accordion("Overview: counts by layer, kind and edge kind", open=True, elem_id="graph-overview-panel"):
+        with gr.Accordion("Overview: counts by layer, kind and edge kind (of what passes the filters)", open=True, elem_id="graph-overview-panel"):
             overview = gr.Plot(label="Graph overview", elem_id="graph-overview")
         with gr.Row(equal_height=False):
             with gr.Column(scale=1, min_width=220):
@@ -389,13 +402,13 @@ def build(service: Service, workspace: gr.State) -> GraphTab:
         view, html, status_html, picks = draw(ws, layers_v, kinds_v, edges_v, docs_v, limit_v)
         return (
             gr.update(choices=render.document_choices(documents), value=docs_v), html, status_html, picks,
-            overview_figure(view.total),
+            overview_figure(view.matched),
         )
 
     @user_errors
     def redraw(workspace_value: str, layers_v, kinds_v, edges_v, docs_v, limit_v):
-        _, html, status_html, picks = draw(session_workspace(workspace_value), layers_v, kinds_v, edges_v, docs_v, limit_v)
-        return html, status_html, picks
+        view, html, status_html, picks = draw(session_workspace(workspace_value), layers_v, kinds_v, edges_v, docs_v, limit_v)
+        return html, status_html, picks, overview_figure(view.matched)  # the charts follow the filters
 
     @user_errors
     def show_node(workspace_value: str, node: str | None):
@@ -415,15 +428,15 @@ def build(service: Service, workspace: gr.State) -> GraphTab:
 
     filter_inputs = [workspace, layers, kinds, edge_kinds, docs, limit]
     refresh_outputs = [docs, graph, status, node_pick, overview]
-    tab.select(refresh, inputs=filter_inputs, outputs=refresh_outputs, trigger_mode="always_last")
+    tab.select(refresh, inputs=filter_inputs, outputs=refresh_outputs, trigger_mode="always_last", **PRIVATE)
     for control in (layers, kinds, edge_kinds, docs):
-        control.input(redraw, inputs=filter_inputs, outputs=[graph, status, node_pick], trigger_mode="always_last")
-    limit.release(redraw, inputs=filter_inputs, outputs=[graph, status, node_pick], trigger_mode="always_last")
-    graph.click(on_click, inputs=[workspace], outputs=[node_id, details])
-    details.click(on_click, inputs=[workspace], outputs=[node_id, details])
-    node_id.submit(show_node, inputs=[workspace, node_id], outputs=[node_id, details])
-    node_pick.input(show_node, inputs=[workspace, node_pick], outputs=[node_id, details])
+        control.input(redraw, inputs=filter_inputs, outputs=[graph, status, node_pick, overview], trigger_mode="always_last", **PRIVATE)
+    limit.release(redraw, inputs=filter_inputs, outputs=[graph, status, node_pick, overview], trigger_mode="always_last", **PRIVATE)
+    graph.click(on_click, inputs=[workspace], outputs=[node_id, details], **PRIVATE)
+    details.click(on_click, inputs=[workspace], outputs=[node_id, details], **PRIVATE)
+    node_id.submit(show_node, inputs=[workspace, node_id], outputs=[node_id, details], **PRIVATE)
+    node_pick.input(show_node, inputs=[workspace, node_pick], outputs=[node_id, details], **PRIVATE)
     export_inputs = [workspace, layers, kinds, edge_kinds, docs]
-    export_json.click(lambda *a: export(a[0], "json", *a[1:]), inputs=export_inputs, outputs=[export_file])
-    export_graphml.click(lambda *a: export(a[0], "graphml", *a[1:]), inputs=export_inputs, outputs=[export_file])
+    export_json.click(lambda *a: export(a[0], "json", *a[1:]), inputs=export_inputs, outputs=[export_file], **PRIVATE)
+    export_graphml.click(lambda *a: export(a[0], "graphml", *a[1:]), inputs=export_inputs, outputs=[export_file], **PRIVATE)
     return GraphTab(tab=tab, graph=graph, refresh=refresh, refresh_inputs=filter_inputs, refresh_outputs=refresh_outputs)

@@ -75,6 +75,11 @@ class ProgressBoard:
             row.stages_seen.append(event.stage)
 
 
+# Tall enough for the four sample PDFs and a few uploads (two-line rows when titles wrap) at a
+# 1280x800 window: at 320 px the fifth row was cut in half behind the table's own scroll bar.
+DOCUMENTS_MAX_HEIGHT_PX = 520
+
+
 def _documents_table(docs: list[Document]) -> dict:
     return {"headers": render.DOCUMENT_HEADERS, "data": render.document_rows(docs)}
 
@@ -121,7 +126,7 @@ def build(service: Service, workspace: gr.State, sample_workspace: Path | None) 
         report = gr.HTML(elem_id="ingest-report")
         gr.Markdown("### Documents in this workspace")
         documents = gr.Dataframe(
-            headers=render.DOCUMENT_HEADERS, datatype="str", interactive=False, elem_id="documents-table", max_height=320,
+            headers=render.DOCUMENT_HEADERS, datatype="str", interactive=False, elem_id="documents-table", max_height=DOCUMENTS_MAX_HEIGHT_PX,
             wrap=True, column_widths=["22%", "38%", "8%", "14%", "8%", "10%"],
         )
         with gr.Row():
@@ -212,14 +217,16 @@ def build(service: Service, workspace: gr.State, sample_workspace: Path | None) 
     ingest_event = ingest_button.click(
         ingest, inputs=[files, workspace], outputs=[progress, report, documents, remove_choice, files, graph_counts],
         concurrency_limit=2, concurrency_id="ingest", show_progress="hidden",  # the progress table is the indicator
+        api_visibility="private",  # /ingest (ui/api.py) is the API's ingest
     )
     # The estimate shows as soon as the files are uploaded, before Ingest is pressed (and clears with them).
-    files.change(estimate_files, inputs=[files, workspace], outputs=[estimate], show_progress="minimal")
+    files.change(estimate_files, inputs=[files, workspace], outputs=[estimate], show_progress="minimal", api_visibility="private")
     remove_event = remove_button.click(
-        remove, inputs=[remove_choice, workspace], outputs=[documents, remove_choice, report, graph_counts]
+        remove, inputs=[remove_choice, workspace], outputs=[documents, remove_choice, report, graph_counts], api_visibility="private"
     )
     reset_event = reset_button.click(
-        reset, inputs=[workspace], outputs=[workspace, documents, remove_choice, report, progress, graph_counts]
+        reset, inputs=[workspace], outputs=[workspace, documents, remove_choice, report, progress, graph_counts],
+        api_visibility="private",
     )
     return LibraryTab(
         files=files, ingest_button=ingest_button, estimate=estimate, progress=progress, report=report,

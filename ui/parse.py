@@ -17,7 +17,7 @@ import gradio as gr
 from backend.service import BLOCK_COLORS, Service
 from backend.types import BBox, Block, BlockKind, Highlight, Section
 from ui import render
-from ui.common import session_workspace, user_errors
+from ui.common import PRIVATE, session_workspace, user_errors
 
 NO_DOCUMENTS = render.empty_state(
     "No documents in this workspace yet.", "Upload PDFs in the Library tab and press Ingest; they will show up here."
@@ -176,17 +176,20 @@ def build(service: Service, workspace: gr.State) -> ParseTab:
         return show_block(workspace_value, doc_id, page_no, getattr(evt, "block", None))  # set by BLOCKS_CLICK_JS
 
     document.change(
-        show_document, inputs=[workspace, document], outputs=[page, jump, tree, image, blocks, unit], trigger_mode="always_last"
+        show_document, inputs=[workspace, document], outputs=[page, jump, tree, image, blocks, unit], trigger_mode="always_last",
+        **PRIVATE,
     )
     page_outputs_list = [page, jump, image, blocks, tree, unit]
-    page.submit(show_page, inputs=[workspace, document, page], outputs=page_outputs_list, trigger_mode="always_last")
-    page.blur(show_page, inputs=[workspace, document, page], outputs=page_outputs_list, trigger_mode="always_last")
+    page.submit(show_page, inputs=[workspace, document, page], outputs=page_outputs_list, trigger_mode="always_last", **PRIVATE)
+    page.blur(show_page, inputs=[workspace, document, page], outputs=page_outputs_list, trigger_mode="always_last", **PRIVATE)
     previous_button.click(
-        lambda w, d, p: show_page(w, d, p, -1), inputs=[workspace, document, page], outputs=page_outputs_list
+        lambda w, d, p: show_page(w, d, p, -1), inputs=[workspace, document, page], outputs=page_outputs_list, **PRIVATE
     )
-    next_button.click(lambda w, d, p: show_page(w, d, p, 1), inputs=[workspace, document, page], outputs=page_outputs_list)
+    next_button.click(
+        lambda w, d, p: show_page(w, d, p, 1), inputs=[workspace, document, page], outputs=page_outputs_list, **PRIVATE
+    )
     section_outputs = [page, image, blocks, tree, unit]
-    jump.input(show_section, inputs=[workspace, document, jump], outputs=section_outputs)
-    tree.click(on_tree_click, inputs=[workspace, document], outputs=section_outputs)
-    blocks.click(on_block_click, inputs=[workspace, document, page], outputs=[image, blocks, unit])
+    jump.input(show_section, inputs=[workspace, document, jump], outputs=section_outputs, **PRIVATE)
+    tree.click(on_tree_click, inputs=[workspace, document], outputs=section_outputs, **PRIVATE)
+    blocks.click(on_block_click, inputs=[workspace, document, page], outputs=[image, blocks, unit], **PRIVATE)
     return ParseTab(document=document, refresh=refresh)

@@ -18,7 +18,7 @@ import pysbd
 from backend.ingest.extract import ocr_region
 from backend.ingest.hierarchy import Hierarchy
 from backend.ingest.layout import LayoutBlock, join_lines
-from backend.types import BBox, Block, BlockKind, Edge, EdgeKind, Layer, Node, NodeKind, Section
+from backend.types import FURNITURE_KINDS, NAVIGATION_KINDS, BBox, Block, BlockKind, Edge, EdgeKind, Layer, Node, NodeKind, Section
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +106,164 @@ def _save_crop(pdf: pymupdf.Document, page_no: int, bbox: BBox, path: Path, dpi:
         return False
 
 
+@dataclass
+class _Builder:
+    """The state build_components carries through the blocks: sections, captions, the last
+    paragraph and component of each section (for HiKEY's upper context and `next` edges)."""
+
+    doc_id: str
+    sections: list[Section]
+    owner: dict[int, str]
+    heading_section: dict[int, str]
+    pdf: pymupdf.Document
+    crops_dir: Path | None
+    crop_rel_prefix: str
+    crop_dpi: int
+    ocr_engine: str | None
+    ocr_language: str
+    captions: dict[int, LayoutBlock]
+    caption_of: dict[int, LayoutBlock]
+    out: BuiltComponents = field(default_factory=BuiltComponents)
+    seg: pysbd.Segmenter = field(default_factory=lambda: pysbd.Segmenter(language="en", clean=False, char_span=True))
+    last_paragraph_text: dict[str, str] = field(default_factory=dict)
+    last_component: dict[str, str] = field(default_factory=dict)
+    counter: int = 0
+    section_by_id: dict[str, Section] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.section_by_id = {s.id: s for s in self.sections}
+
+    def structure(self, title: str) -> None:
+        """Document and section nodes (the top layer with the section tree)."""
+        doc_id, out = self.doc_id, self.out
+        out.nodes.append(Node(id=doc_id, layer=Layer.DOCUMENT, kind=NodeKind.DOCUMENT, doc=doc_id, text=title, page=1))
+        for s in self.sections:
+            out.nodes.append(
+                Node(
+                    id=s.id, layer=Layer.DOCUMENT, kind=NodeKind.SECTION, doc=doc_id, text=s.title, section=s.id,
+                    page=s.page, bbox=_rounded(s.bbox), parent=s.parent or doc_id, order=0,
+                )
+            )
+            out.edges.append(Edge(src=s.parent or doc_id, dst=s.id, kind=EdgeKind.CONTAINS, provenance="section tree"))
+
+    def add(self, b: LayoutBlock) -> None:
+        sec_id = self.owner.get(b.order, self.sections[0].id)
+        # Furniture, headings (their section node stands for them) and navigation (TOC lines,
+        # index entries) are kept as blocks for the parse view but are not units of evidence.
+        if b.kind in (*FURNITURE_KINDS, *NAVIGATION_KINDS, BlockKind.HEADING, BlockKind.TITLE):
+            self._plain_block(b)
+            return
+        self.counter += 1
+        if b.kind in (BlockKind.PARAGRAPH, BlockKind.LIST_ITEM, BlockKind.CAPTION):
+            node_id = self._text_unit(b, sec_id)
+        elif b.kind in (BlockKind.TABLE, BlockKind.FIGURE):
+            node_id = self._object_unit(b, sec_id)
+        else:
+            return
+        out = self.out
+        out.block_node[b.order] = node_id
+        block_text = b.text or next(n.text for n in reversed(out.nodes) if n.id == node_id)
+        out.blocks.append(Block(page=b.page, bbox=_rounded(b.bbox), kind=b.kind, text=block_text[:2000], order=b.order, node=node_id))
+        out.edges.append(Edge(src=sec_id, dst=node_id, kind=EdgeKind.CONTAINS, provenance="section member"))
+        if sec_id in self.last_component:
+            out.edges.append(Edge(src=self.last_component[sec_id], dst=node_id, kind=EdgeKind.NEXT, provenance="reading order"))
+        self.last_component[sec_id] = node_id
+
+    def _plain_block(self, b: LayoutBlock) -> None:
+        level = conf = node_id = None
+        if b.kind == BlockKind.HEADING and b.order in self.heading_section:
+            sec = self.section_by_id[self.heading_section[b.order]]
+            level, conf, node_id = sec.level, sec.confidence, sec.id
+        elif b.kind == BlockKind.TITLE:
+            level, conf, node_id = 0, 1.0, self.sections[0].id
+        self.out.blocks.append(
+            Block(page=b.page, bbox=_rounded(b.bbox), kind=b.kind, text=b.text, order=b.order, level=level, confidence=conf, node=node_id)
+        )
+
+    def _subunits(self, parent: str, sec_id: str, page: int, order: int, subs: list[tuple[NodeKind, str, BBox]]) -> None:
+        for i, (kind, sub_text, bbox) in enumerate(subs):
+            sid = f"{parent}.{i}"
+            self.out.nodes.append(
+                Node(
+                    id=sid, layer=Layer.SUBCOMPONENT, kind=kind, doc=self.doc_id, text=sub_text, section=sec_id,
+                    page=page, bbox=_rounded(bbox), parent=parent, order=order,
+                )
+            )
+            self.out.edges.append(Edge(src=parent, dst=sid, kind=EdgeKind.CONTAINS, provenance=kind.value))
+
+    def _text_unit(self, b: LayoutBlock, sec_id: str) -> str:
+        """A paragraph, list item or caption: one component node, one sentence node per sentence."""
+        node_id = f"{self.doc_id}:p{self.counter}"
+        text, spans = join_lines(b.lines) if b.lines else (b.text, [])
+        label = None
+        if b.kind == BlockKind.CAPTION and b.order not in self.captions and b.label_kind:
+            label = f"{b.label_kind.title()} {b.label_num}"
+            self.out.labels.setdefault((b.label_kind, b.label_num), node_id)
+        self.out.nodes.append(
+            Node(
+                id=node_id, layer=Layer.COMPONENT, kind=NodeKind.PARAGRAPH, doc=self.doc_id, text=text, section=sec_id,
+                page=b.page, bbox=_rounded(b.bbox), parent=sec_id, role=b.kind.value, order=b.order, label=label,
+            )
+        )
+        sentences = _sentences(self.seg, text, spans, b.bbox)
+        self._subunits(node_id, sec_id, b.page, b.order, [(NodeKind.SENTENCE, sent, bbox) for sent, bbox in sentences])
+        if b.kind != BlockKind.CAPTION:
+            self.last_paragraph_text[sec_id] = text
+        return node_id
+
+    def _object_unit(self, b: LayoutBlock, sec_id: str) -> str:
+        """A table (one row node per data row) or a figure (one object node per text region)."""
+        is_table = b.kind == BlockKind.TABLE
+        node_id = f"{self.doc_id}:{'t' if is_table else 'f'}{self.counter}"
+        cap = self.caption_of.get(b.order)
+        label = f"{cap.label_kind.title()} {cap.label_num}" if cap is not None and cap.label_kind else None
+        if cap is not None and cap.label_kind:
+            self.out.labels.setdefault((cap.label_kind, cap.label_num), node_id)
+        upper = self.last_paragraph_text.get(sec_id, "")[:400]
+        context = cap.text if cap is not None else upper
+        crop_rel = None
+        if self.crops_dir is not None:
+            name = f"{node_id.split(':')[-1]}.png"
+            if _save_crop(self.pdf, b.page, b.bbox, self.crops_dir / name, self.crop_dpi):
+                crop_rel = f"{self.crop_rel_prefix}/{name}"
+        if is_table:
+            table_text, row_texts = _table_texts(label, b.table.header, b.table.rows)
+            text = f"{context}\n{table_text}" if context else table_text
+            subs = [(NodeKind.ROW, rt, rb) for rt, rb in zip(row_texts, b.table.row_bboxes)]
+        else:
+            text, subs = self._figure_texts(b, cap, upper)
+        self.out.nodes.append(
+            Node(
+                id=node_id, layer=Layer.COMPONENT, kind=NodeKind.TABLE if is_table else NodeKind.FIGURE, doc=self.doc_id,
+                text=text, section=sec_id, page=b.page, bbox=_rounded(b.bbox), parent=sec_id, crop=crop_rel,
+                label=label, order=b.order, context=context,
+            )
+        )
+        self._subunits(node_id, sec_id, b.page, b.order, subs)
+        return node_id
+
+    def _figure_texts(self, b: LayoutBlock, cap: LayoutBlock | None, upper: str) -> tuple[str, list[tuple[NodeKind, str, BBox]]]:
+        if not b.inner and self.ocr_engine:
+            try:
+                b.inner = ocr_region(self.pdf[b.page - 1], b.bbox, self.ocr_engine, self.ocr_language)
+            except (RuntimeError, ValueError) as exc:
+                log.debug("figure OCR failed on page %s: %s", b.page, exc)
+        inner_text = " ".join(t for _, t in b.inner)
+        parts = [p for p in (cap.text if cap is not None else "", inner_text, "" if cap is not None else upper) if p]
+        text = "\n".join(parts) or "(figure without text)"
+        subs = [(NodeKind.OBJECT, t, bb) for bb, t in b.inner if t.strip()]
+        if not subs:
+            subs = [(NodeKind.OBJECT, cap.text if cap is not None else (upper or "figure region"), b.bbox)]
+        return text, subs
+
+    def caption_edges(self) -> None:
+        for cap_order, obj in self.captions.items():
+            cap_node = self.out.block_node.get(cap_order)
+            obj_node = self.out.block_node.get(obj.order)
+            if cap_node and obj_node:
+                self.out.edges.append(Edge(src=cap_node, dst=obj_node, kind=EdgeKind.CAPTION, provenance="caption"))
+
+
 def build_components(
     *,
     doc_id: str,
@@ -121,128 +279,15 @@ def build_components(
     ocr_engine: str | None = None,
     ocr_language: str = "eng",
 ) -> BuiltComponents:
-    out = BuiltComponents()
-    seg = pysbd.Segmenter(language="en", clean=False, char_span=True)
-    section_by_id = {s.id: s for s in sections}
-
-    # Document and section nodes (the top layer with the section tree).
-    out.nodes.append(Node(id=doc_id, layer=Layer.DOCUMENT, kind=NodeKind.DOCUMENT, doc=doc_id, text=hier.title, page=1))
-    for s in sections:
-        out.nodes.append(
-            Node(
-                id=s.id, layer=Layer.DOCUMENT, kind=NodeKind.SECTION, doc=doc_id, text=s.title, section=s.id,
-                page=s.page, bbox=_rounded(s.bbox), parent=s.parent or doc_id, order=0,
-            )
-        )
-        out.edges.append(Edge(src=s.parent or doc_id, dst=s.id, kind=EdgeKind.CONTAINS, provenance="section tree"))
-
     captions = _attach_captions(blocks)
     block_at = {b.order: b for b in blocks}
-    caption_of = {obj.order: block_at[cap_order] for cap_order, obj in captions.items()}
-    last_paragraph_text: dict[str, str] = {}
-    last_component: dict[str, str] = {}
-    counter = 0
-
+    builder = _Builder(
+        doc_id=doc_id, sections=sections, owner=owner, heading_section=heading_section, pdf=pdf, crops_dir=crops_dir,
+        crop_rel_prefix=crop_rel_prefix, crop_dpi=crop_dpi, ocr_engine=ocr_engine, ocr_language=ocr_language,
+        captions=captions, caption_of={obj.order: block_at[cap_order] for cap_order, obj in captions.items()},
+    )
+    builder.structure(hier.title)
     for b in blocks:
-        node_id = None
-        sec_id = owner.get(b.order, sections[0].id)
-        if b.kind in (BlockKind.HEADER, BlockKind.FOOTER, BlockKind.PAGE_NUMBER, BlockKind.HEADING, BlockKind.TITLE):
-            level = None
-            conf = None
-            if b.kind == BlockKind.HEADING and b.order in heading_section:
-                sec = section_by_id[heading_section[b.order]]
-                level, conf, node_id = sec.level, sec.confidence, sec.id
-            elif b.kind == BlockKind.TITLE:
-                level, conf, node_id = 0, 1.0, sections[0].id
-            out.blocks.append(
-                Block(page=b.page, bbox=_rounded(b.bbox), kind=b.kind, text=b.text, order=b.order, level=level, confidence=conf, node=node_id)
-            )
-            continue
-        counter += 1
-        if b.kind in (BlockKind.PARAGRAPH, BlockKind.LIST_ITEM, BlockKind.CAPTION):
-            node_id = f"{doc_id}:p{counter}"
-            text, spans = join_lines(b.lines) if b.lines else (b.text, [])
-            label = None
-            if b.kind == BlockKind.CAPTION and b.order not in captions and b.label_kind:
-                label = f"{b.label_kind.title()} {b.label_num}"
-                out.labels.setdefault((b.label_kind, b.label_num), node_id)
-            out.nodes.append(
-                Node(
-                    id=node_id, layer=Layer.COMPONENT, kind=NodeKind.PARAGRAPH, doc=doc_id, text=text, section=sec_id,
-                    page=b.page, bbox=_rounded(b.bbox), parent=sec_id, role=b.kind.value, order=b.order, label=label,
-                )
-            )
-            for i, (sent, bbox) in enumerate(_sentences(seg, text, spans, b.bbox)):
-                sid = f"{node_id}.{i}"
-                out.nodes.append(
-                    Node(
-                        id=sid, layer=Layer.SUBCOMPONENT, kind=NodeKind.SENTENCE, doc=doc_id, text=sent, section=sec_id,
-                        page=b.page, bbox=_rounded(bbox), parent=node_id, order=b.order,
-                    )
-                )
-                out.edges.append(Edge(src=node_id, dst=sid, kind=EdgeKind.CONTAINS, provenance="sentence"))
-            if b.kind != BlockKind.CAPTION:
-                last_paragraph_text[sec_id] = text
-        elif b.kind in (BlockKind.TABLE, BlockKind.FIGURE):
-            is_table = b.kind == BlockKind.TABLE
-            node_id = f"{doc_id}:{'t' if is_table else 'f'}{counter}"
-            cap = caption_of.get(b.order)
-            label = f"{cap.label_kind.title()} {cap.label_num}" if cap is not None and cap.label_kind else None
-            if cap is not None and cap.label_kind:
-                out.labels.setdefault((cap.label_kind, cap.label_num), node_id)
-            upper = last_paragraph_text.get(sec_id, "")[:400]
-            context = cap.text if cap is not None else upper
-            crop_rel = None
-            if crops_dir is not None:
-                name = f"{node_id.split(':')[-1]}.png"
-                if _save_crop(pdf, b.page, b.bbox, crops_dir / name, crop_dpi):
-                    crop_rel = f"{crop_rel_prefix}/{name}"
-            if is_table:
-                t = b.table
-                table_text, row_texts = _table_texts(label, t.header, t.rows)
-                text = f"{context}\n{table_text}" if context else table_text
-                subs = [(NodeKind.ROW, rt, rb) for rt, rb in zip(row_texts, t.row_bboxes)]
-            else:
-                if not b.inner and ocr_engine:
-                    try:
-                        b.inner = ocr_region(pdf[b.page - 1], b.bbox, ocr_engine, ocr_language)
-                    except (RuntimeError, ValueError) as exc:
-                        log.debug("figure OCR failed on page %s: %s", b.page, exc)
-                inner_text = " ".join(t for _, t in b.inner)
-                parts = [p for p in (cap.text if cap is not None else "", inner_text, "" if cap is not None else upper) if p]
-                text = "\n".join(parts) or "(figure without text)"
-                subs = [(NodeKind.OBJECT, t, bb) for bb, t in b.inner if t.strip()]
-                if not subs:
-                    subs = [(NodeKind.OBJECT, cap.text if cap is not None else (upper or "figure region"), b.bbox)]
-            out.nodes.append(
-                Node(
-                    id=node_id, layer=Layer.COMPONENT, kind=NodeKind.TABLE if is_table else NodeKind.FIGURE, doc=doc_id,
-                    text=text, section=sec_id, page=b.page, bbox=_rounded(b.bbox), parent=sec_id, crop=crop_rel,
-                    label=label, order=b.order, context=context,
-                )
-            )
-            for i, (kind, sub_text, bbox) in enumerate(subs):
-                sid = f"{node_id}.{i}"
-                out.nodes.append(
-                    Node(
-                        id=sid, layer=Layer.SUBCOMPONENT, kind=kind, doc=doc_id, text=sub_text, section=sec_id,
-                        page=b.page, bbox=_rounded(bbox), parent=node_id, order=b.order,
-                    )
-                )
-                out.edges.append(Edge(src=node_id, dst=sid, kind=EdgeKind.CONTAINS, provenance=kind.value))
-        else:
-            continue
-        out.block_node[b.order] = node_id
-        block_text = b.text or next(n.text for n in reversed(out.nodes) if n.id == node_id)
-        out.blocks.append(Block(page=b.page, bbox=_rounded(b.bbox), kind=b.kind, text=block_text[:2000], order=b.order, node=node_id))
-        out.edges.append(Edge(src=sec_id, dst=node_id, kind=EdgeKind.CONTAINS, provenance="section member"))
-        if sec_id in last_component:
-            out.edges.append(Edge(src=last_component[sec_id], dst=node_id, kind=EdgeKind.NEXT, provenance="reading order"))
-        last_component[sec_id] = node_id
-
-    for cap_order, obj in captions.items():
-        cap_node = out.block_node.get(cap_order)
-        obj_node = out.block_node.get(obj.order)
-        if cap_node and obj_node:
-            out.edges.append(Edge(src=cap_node, dst=obj_node, kind=EdgeKind.CAPTION, provenance="caption"))
-    return out
+        builder.add(b)
+    builder.caption_edges()
+    return builder.out

@@ -14,11 +14,17 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 
 from backend.ingest.layout import LayoutBlock
+from backend.types import FURNITURE_KINDS as FURNITURE
 from backend.types import BlockKind, Section
 
 TOC_LINE_RE = re.compile(r"^(?P<title>.*?\w.*?)\s*(?:\.{2,}|…+|\s{2,}|\s)\s*(?P<page>\d{1,4}|[ivxlc]{1,5})$", re.IGNORECASE)
 TOC_NUMBER_LINE_RE = re.compile(r"(?:\d{1,4}|[A-Z])(?:\.\d{1,3})*\.?|[ivxlc]{1,6}")
 LEADER_RE = re.compile(r"(?:\s*\.){4,}\s*$|\s*…+\s*$")  # a dot leader ending a TOC line
+# A title, a dot leader and a page number: "ASN.1 structure handling . . . . 3", "Porting.....12".
+LEADER_ENTRY_RE = re.compile(r"\w.*?(?:\s?\.){3,}\s*(?:\d{1,4}|[ivxlc]{1,6})\s*$|\w.*?…+\s*\d{1,4}\s*$", re.IGNORECASE)
+# A back-of-book index entry: a term, then page numbers after a comma or a dot leader ("trees, 4, 12-14").
+INDEX_ENTRY_RE = re.compile(r"^\S.*?(?:,|(?:\s?\.){3,})\s*\d{1,4}(?:[-–]\d{1,4})?(?:,\s*\d{1,4}(?:[-–]\d{1,4})?)*\s*$")
+INDEX_TITLE_RE = re.compile(r"^(?:[\w ,&/-]{0,40} )?index(?:es)?$", re.IGNORECASE)  # "Index", "Concept Index"
 JUNK_TITLES = re.compile(r"^(untitled|microsoft word|document\d*|slide \d+|none)\b", re.IGNORECASE)
 
 
@@ -90,6 +96,64 @@ def _toc_pages(blocks: list[LayoutBlock]) -> tuple[set[int], list[str]]:
             pages.add(page)
             entries.extend(t.strip() for t in lines if 3 < len(t.strip()) < 120 and not re.fullmatch(r"\d{1,4}", t.strip()) and "contents" not in t.lower())
     return pages, entries
+
+
+def _is_index_page(lines: list[str], titled: bool) -> bool:
+    entries = sum(1 for t in lines if INDEX_ENTRY_RE.match(t.strip()))
+    worded = sum(1 for t in lines if len(t.strip()) > 1 and not INDEX_TITLE_RE.match(t.strip()))  # not "A", "B" group letters
+    return titled and entries >= 4 and entries >= 0.4 * max(worded, 1)
+
+
+def _index_pages(blocks: list[LayoutBlock]) -> set[int]:
+    """Pages of the back-of-book index: in the second half of the document, opened by a block
+    titled "... Index" (or continuing an index page), mostly entries with page numbers."""
+    by_page: dict[int, list[LayoutBlock]] = defaultdict(list)
+    for b in blocks:
+        if b.kind not in FURNITURE:
+            by_page[b.page].append(b)
+    last = max(by_page, default=0)
+    pages: set[int] = set()
+    for page in sorted(by_page):
+        if page <= last / 2:
+            continue
+        lines = [ln.text for b in by_page[page] for ln in b.lines]
+        titled = page - 1 in pages or any(INDEX_TITLE_RE.match(b.text.strip()) for b in by_page[page])
+        if _is_index_page(lines, titled):
+            pages.add(page)
+    return pages
+
+
+def _is_toc_block(b: LayoutBlock, on_toc_page: bool) -> bool:
+    """A block of table-of-contents lines: most of its lines are entries with a dot leader and a
+    page number (or entry numbers on lines of their own). On a detected TOC page any leader
+    line, a short block ("Contents", "Appendix A") or one TOC_LINE_RE entry per line counts too."""
+    lines = [ln.text.strip() for ln in b.lines] or [b.text.strip()]
+    leaders = sum(1 for t in lines if LEADER_ENTRY_RE.match(t) or LEADER_RE.search(t))
+    numbers = sum(1 for t in lines if TOC_NUMBER_LINE_RE.fullmatch(t))
+    if leaders and leaders + numbers >= 0.6 * len(lines):
+        return True
+    if not on_toc_page:
+        return False
+    # "Appendix A" / "Copying Information . . . 24": a label line above its entry.
+    entries = sum(1 for t in lines if TOC_LINE_RE.match(t))
+    return leaders > 0 or len(b.text.split()) <= 4 or entries + numbers >= 0.6 * len(lines)
+
+
+def mark_navigation(blocks: list[LayoutBlock], headings: dict[int, Heading], toc_pages: set[int]) -> None:
+    """Table-of-contents lines and back-of-book index entries point to content and are not
+    content: mark them TOC / INDEX so they stay visible in the parse view and never become units
+    (a TOC line "ASN.1 structure handling . . . 3" was coming back as evidence and as the answer)."""
+    index_pages = _index_pages(blocks)
+    for b in blocks:
+        if b.order in headings or b.kind in (*FURNITURE, BlockKind.TITLE, BlockKind.TABLE, BlockKind.FIGURE):
+            continue
+        if b.page in index_pages:
+            b.kind = BlockKind.INDEX
+        elif _is_toc_block(b, b.page in toc_pages):
+            b.kind = BlockKind.TOC
+        else:
+            continue
+        b.heading_candidate = False
 
 
 def _merge_split_headings(blocks: list[LayoutBlock]) -> list[LayoutBlock]:
@@ -325,6 +389,7 @@ def build_hierarchy(
             b.kind = BlockKind.HEADING
     if title_block is not None and title_block.order not in headings:
         title_block.kind = BlockKind.TITLE
+    mark_navigation(blocks, headings, toc_pages)
     if title_block is not None and title_block.order in headings and headings[title_block.order].level <= 1 and source == "outline":
         # The outline's first entry is often the document title itself.
         del headings[title_block.order]

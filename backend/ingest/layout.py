@@ -33,6 +33,9 @@ FIGURE_LABEL_GAP = 6.0  # points between a chart's drawings and its tick labels 
 WORD_RE = re.compile(r"[^\W\d_]{2,}")
 BULLET_CHARS = "•·▪‣◦●○■□➢►"
 ADMONITION_RE = re.compile(r"^(?:note|tip|hint|caution|warning|important|attention|danger|remark)s?:?$", re.IGNORECASE)
+# A command-line option opening a line: "-c, --check", "--output=FILE", "-h".
+OPTION_RE = re.compile(r"^--?[A-Za-z0-9?][\w-]*")
+DEFINITION_MIN_GAP = 8.0  # points between a term and its definition set in a second column
 
 
 @dataclass(slots=True)
@@ -157,6 +160,81 @@ def _style_block(page_no: int, lines: list[Line]) -> LayoutBlock:
         page=page_no, bbox=_union(ln.bbox for ln in lines), kind=BlockKind.PARAGRAPH, text=text, lines=lines,
         size=round(size, 1), bold=bold,
     )
+
+
+def _rows(lines: list[Line]) -> list[list[Line]]:
+    """Lines grouped into visual rows: a term and its definition set in two columns are two
+    PyMuPDF lines at the same height."""
+    rows: list[list[Line]] = []
+    for ln in lines:
+        prev = rows[-1][-1] if rows else None
+        if prev is not None and abs(ln.bbox[1] - prev.bbox[1]) < 0.5 * max(ln.size, 4.0) and ln.bbox[0] > prev.bbox[2]:
+            rows[-1].append(ln)
+        else:
+            rows.append([ln])
+    return rows
+
+
+def _is_two_column_term(row: list[Line], def_x: float | None) -> bool:
+    """A short term, a gap, then a definition of a few words starting at the list's definition column."""
+    if len(row) < 2 or len(row[0].text.split()) > 5 or row[1].bbox[0] - row[0].bbox[2] < DEFINITION_MIN_GAP:
+        return False
+    return def_x is None or abs(row[1].bbox[0] - def_x) <= 3.0
+
+
+def _item_starts(rows: list[list[Line]]) -> list[bool]:
+    """Which rows open an item of an option list ("-c, --check  checks the syntax only") or of a
+    two-column definition list ("InstanceName  the name of ..."); all False when the rows are not one."""
+    option = [bool(OPTION_RE.match(r[0].text)) for r in rows]
+    if sum(option) >= 2:
+        term_x = min(r[0].bbox[0] for r, o in zip(rows, option) if o)
+        return [o and abs(r[0].bbox[0] - term_x) <= 2.0 for r, o in zip(rows, option)]
+    paired = [r for r in rows if len(r) >= 2]
+    def_x = paired[0][1].bbox[0] if paired else None
+    starts = [_is_two_column_term(r, def_x) for r in rows]
+    defined = [r for r, s in zip(rows, starts) if s]
+    # Code set in two columns ("x  INTEGER,") is not a definition list: definitions are phrases.
+    if len(defined) < 3 or sum(len(" ".join(ln.text for ln in r[1:]).split()) for r in defined) < 3 * len(defined):
+        return [False] * len(rows)
+    return starts
+
+
+def split_definition_items(lines: list[Line]) -> list[tuple[list[Line], bool]]:
+    """Split one block's lines into (lines, is_item) groups, one per option / definition-list
+    item (the term row plus the rows indented under it), so that each item becomes its own unit
+    instead of one run-on paragraph. A block that is not such a list comes back whole."""
+    rows = _rows(lines)
+    starts = _item_starts(rows)
+    if sum(starts) < 2:
+        return [(lines, False)]
+    term_x = min(r[0].bbox[0] for r, s in zip(rows, starts) if s)
+    groups: list[tuple[list[Line], bool]] = []
+    for row, start in zip(rows, starts):
+        if start:
+            groups.append((list(row), True))
+        elif groups and groups[-1][1] and row[0].bbox[0] > term_x + 3.0:
+            groups[-1][0].extend(row)  # the definition wrapped onto the next row
+        elif groups and not groups[-1][1]:
+            groups[-1][0].extend(row)
+        else:
+            groups.append((list(row), False))
+    return groups
+
+
+def _text_blocks(page_no: int, tb: TextBlock, body_size: float) -> list[LayoutBlock]:
+    """The classified blocks of one PyMuPDF text block: split where the style changes and
+    where an option or definition list starts a new item."""
+    out: list[LayoutBlock] = []
+    for group in _split_by_style(tb):
+        for lines, is_item in split_definition_items(group):
+            blk = _style_block(page_no, lines)
+            _classify_text(blk, body_size)
+            if is_item:
+                blk.kind = BlockKind.LIST_ITEM
+                blk.heading_candidate = False
+                blk.number = None
+            out.append(blk)
+    return out
 
 
 def join_lines(lines: list[Line]) -> tuple[str, list[tuple[int, int, BBox]]]:
@@ -326,10 +404,7 @@ def layout_document(pages: list[RawPage]) -> tuple[list[LayoutBlock], float]:
             if fig_idx is not None:
                 figure_inner[fig_idx].append((tb.bbox, tb.text))
                 continue
-            for group in _split_by_style(tb):
-                blk = _style_block(page.number, group)
-                _classify_text(blk, body_size)
-                page_blocks.append(blk)
+            page_blocks.extend(_text_blocks(page.number, tb, body_size))
         for i, region in enumerate(figures):
             inner = figure_inner.get(i, [])
             if sum(len(t.split()) for _, t in inner) > 150:

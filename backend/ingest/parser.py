@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 
 # Bump when a change to ingest/ changes what a PDF parses into: a re-ingest then re-parses
 # files whose bytes are unchanged instead of keeping their old nodes.
-PARSER_VERSION = "3"
+PARSER_VERSION = "4"
 CARD_MAX_CHARS = 1500
 ZLIB_MAX_RATIO = 1032  # deflate cannot inflate more than this
 ProgressFn = Callable[[str, int, int], None]

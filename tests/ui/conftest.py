@@ -17,7 +17,18 @@ from tests.ui.helpers import CHROMIUM, CHROMIUM_ARGS, REPO, SERVER_START_TIMEOUT
 
 
 @pytest.fixture(scope="session")
-def app_url(tmp_path_factory):
+def app_url(app_server):
+    return app_server[0]
+
+
+@pytest.fixture(scope="session")
+def app_log(app_server):
+    """The running app's combined stdout/stderr log file (what a person running app.py reads)."""
+    return app_server[1]
+
+
+@pytest.fixture(scope="session")
+def app_server(tmp_path_factory):
     root = tmp_path_factory.mktemp("strata_app")
     port = _free_port()
     env = dict(
@@ -47,7 +58,7 @@ def app_url(tmp_path_factory):
             if time.monotonic() > deadline:
                 pytest.fail(f"app.py did not answer on {url} within {SERVER_START_TIMEOUT_S} s:\n{_log_tail(log_path)}")
             time.sleep(0.5)
-        yield url
+        yield url, log_path
     finally:
         proc.terminate()
         try:

@@ -37,6 +37,7 @@ CHROMIUM_ARGS = [
 SERVER_START_TIMEOUT_S = 240  # encoder load + building the sample workspace from 4 PDFs
 INGEST_TIMEOUT_MS = 120_000
 UI_TIMEOUT_MS = 30_000
+CALL_GUARD_MS = 900_000  # wait_for_call: only a hung server takes this long; the app's signal ends the wait
 SCRIPT_PAYLOAD = "<script>window.__xss=1</script>"
 IMG_PAYLOAD = '<img src=x onerror="window.__xss=2">'
 FILLER = (
@@ -68,6 +69,20 @@ def _shot(page, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / f"ui_{name}.png"), full_page=True)
 
 
+
+
+def call_and_wait(page, act, done, what: str) -> None:
+    """Do `act()` (a click, a file set) and wait for the app's own signal that the call it starts
+    finished: `done` (a locator for what the callback sets when it returns, e.g. a new data-run
+    id) shows, or a new error toast does, and then fail with the app's message. The bound is a
+    guard against a hung server, not a guess at how long a call takes under load: however slow
+    the call, its own signal ends the wait."""
+    errors = page.locator(".toast-body.error")
+    seen = errors.count()  # toasts of earlier calls may still be on screen
+    act()
+    sync_api.expect(done.or_(errors.nth(seen)).first).to_be_visible(timeout=CALL_GUARD_MS)
+    if not done.count():
+        pytest.fail(f"{what}: the app showed an error: {errors.nth(seen).inner_text()!r}")
 
 
 def _open_session(browser, url: str):

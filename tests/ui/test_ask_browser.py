@@ -16,13 +16,12 @@ from PIL import Image
 
 from backend.retrieval.base import method_names
 from backend.types import AskResult
-from tests.ui.helpers import BROWSER_MARKS, _open_session, _open_tab, _shot, sync_api
+from tests.ui.helpers import BROWSER_MARKS, _open_session, _open_tab, _shot, call_and_wait, sync_api
 
 pytestmark = BROWSER_MARKS
 
 QUESTION = "How many trees did the programme plant?"
 TWO_CITATIONS = "How many heat-related ambulance call-outs were there in summer 2022?"
-ASK_TIMEOUT_MS = 90_000
 # The step views each method must show somewhere in its replay (data-kind of the step view).
 EXPECTED_VIEWS = {
     "bm25": {"rank"}, "dense": {"rank"}, "hybrid": {"rank"},
@@ -56,23 +55,25 @@ def _open_panel(page, elem_id: str, inside: str) -> None:
     sync_api.expect(page.locator(inside).first).to_be_visible()
 
 
+def _run_done(page, method: str | None = None):
+    """The facts box of a run newer than the one shown now (ui/render.py sets data-run per call)."""
+    facts = page.locator("#ask-facts .st-facts")
+    old_run = facts.get_attribute("data-run") if facts.count() else ""
+    method_attr = f'[data-method="{method}"]' if method else ""
+    return page.locator(f'#ask-facts .st-facts{method_attr}:not([data-run="{old_run}"])')
+
+
 def _ask(page, method: str, question: str = QUESTION) -> int:
-    """Ask with a method; returns the number of steps of its replay."""
-    label = page.locator("#ask-trace-panel").get_by_text(f"Traversal replay: {method},")
-    facts = page.locator("#ask-facts")
-    # The last run used the same method: also wait for its facts (timings) to be replaced.
-    old_facts = facts.inner_text() if label.count() else None
+    """Ask with a method; returns the number of steps of its replay. Waits on the app's signal
+    that this call finished (a new run id on the facts box), not on a fixed window."""
     _select(page, "ask-method", method)
     page.locator("#ask-question textarea").fill(question)
-    page.locator("#ask-button").click()
-    sync_api.expect(label).to_be_visible(timeout=ASK_TIMEOUT_MS)
-    if old_facts is not None:
-        sync_api.expect(facts).not_to_have_text(old_facts, timeout=ASK_TIMEOUT_MS)
+    call_and_wait(page, page.locator("#ask-button").click, _run_done(page, method), f"Ask with {method}")
+    # The facts, the answer and the replay header come from the same event: once the facts carry
+    # this run's id, the header's step count is this run's, not a previous run's.
     sync_api.expect(page.locator("#ask-answer .st-answer")).to_be_visible()
-    # The facts and the replay header come from the same event: once the facts name this method,
-    # the header's step count is this run's, not a previous run's.
-    sync_api.expect(facts).to_contain_text(f"Method {method}", timeout=ASK_TIMEOUT_MS)
-    sync_api.expect(page.locator("#ask-trace-panel")).to_contain_text(f"Traversal replay: {method},")
+    label = page.locator("#ask-trace-panel").get_by_text(f"Traversal replay: {method},")
+    sync_api.expect(label).to_be_visible()
     return int(label.inner_text().split(",")[1].split("step")[0])
 
 
@@ -206,8 +207,9 @@ def test_budget_slider_repacks_the_evidence(ask_page):
     track = page.locator("#ask-repack-budget input[type=range]")
     track.scroll_into_view_if_needed()
     box = track.bounding_box()
-    page.mouse.click(box["x"] + box["width"] * 0.03, box["y"] + box["height"] / 2)  # near the low end
-    sync_api.expect(bar).not_to_have_attribute("data-budget", "2048", timeout=ASK_TIMEOUT_MS)
+    low_end = (box["x"] + box["width"] * 0.03, box["y"] + box["height"] / 2)
+    call_and_wait(page, lambda: page.mouse.click(*low_end), _run_done(page), "Repack")
+    sync_api.expect(bar).not_to_have_attribute("data-budget", "2048")
     budget, after = int(bar.get_attribute("data-budget")), int(bar.get_attribute("data-tokens"))
     assert budget < 1024 and after <= budget and after < before
     assert page.locator("#ask-pack .st-ptree-anchor").count() <= units_before
@@ -230,10 +232,11 @@ def test_export_and_reimport_a_run(ask_page, browser, app_url, tmp_path):
     try:
         _open_tab(other, "Ask")
         _open_panel(other, "ask-run-panel", "#ask-import")
-        other.locator("#ask-import input[type=file]").set_input_files(str(path))
-        sync_api.expect(other.locator("#ask-trace-panel").get_by_text(f"Traversal replay: lilac, {n} step(s)")).to_be_visible(
-            timeout=ASK_TIMEOUT_MS
+        call_and_wait(
+            other, lambda: other.locator("#ask-import input[type=file]").set_input_files(str(path)), _run_done(other, "lilac"),
+            "Import a run",
         )
+        sync_api.expect(other.locator("#ask-trace-panel").get_by_text(f"Traversal replay: lilac, {n} step(s)")).to_be_visible()
         sync_api.expect(other.locator("#ask-answer .st-answer")).to_contain_text("4,820")
         sync_api.expect(other.locator("#ask-citation-image img")).to_be_visible()
         _open_panel(other, "ask-trace-panel", "#ask-trace .st-step")

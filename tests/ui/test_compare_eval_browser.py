@@ -66,7 +66,8 @@ def test_compare_two_methods_side_by_side_with_gold(session):
     page.locator("#compare-question textarea").fill(QUESTION)
     for name in ("bm25", "hikey"):
         _check(page, "compare-methods", name, True)
-    page.locator("#compare-gold-panel").get_by_text("Gold evidence").click()
+    if not page.locator("#compare-gold").is_visible():
+        page.locator("#compare-gold-panel").get_by_text("Gold evidence").click()
     page.locator("#compare-gold textarea").fill(f"{GOLD[0]} p.{GOLD[1]}")
     page.locator("#compare-button").click()
 
@@ -86,6 +87,10 @@ def test_compare_two_methods_side_by_side_with_gold(session):
             assert item.get_attribute("data-hit") == ("hit" if on_gold else "miss")
         row = page.locator(f'#compare-summary tr[data-method="{method}"]')
         sync_api.expect(row.locator('[data-field="gold-found"]')).to_have_text("1 of 1")
+        # What only this method found, in the column and in the summary row.
+        only = int(col.locator(".st-cmp-only").get_attribute("data-only-count"))
+        assert col.locator('li[data-only="true"]').count() == only
+        sync_api.expect(row.locator('[data-field="only"]')).to_have_text(f"{only} unit(s)")
     overlap = page.locator("#compare-overlap td[data-jaccard]")
     sync_api.expect(overlap).to_have_count(2)  # bm25 x hikey and hikey x bm25
     jaccard = [float(overlap.nth(i).get_attribute("data-jaccard")) for i in range(2)]
@@ -112,14 +117,20 @@ def test_picking_a_benchmark_question_fills_question_and_gold(session):
     first = json.loads((SHARED_BENCH / "dev-tatqa-pdf" / "questions.jsonl").read_text().splitlines()[0])
     page = session
     _open_tab(page, "Compare")
-    panel = page.locator("#compare-gold-panel")
-    if not page.locator("#compare-bench").is_visible():
-        panel.get_by_text("Gold evidence").click()
+    # The text says to pick a benchmark question: the picker is in view, not in a closed section.
+    sync_api.expect(page.locator("#compare-summary .st-empty")).to_contain_text("pick a benchmark question above")
+    sync_api.expect(page.locator("#compare-bench")).to_be_visible()
+    sync_api.expect(page.locator("#compare-bench-question")).to_be_visible()
+    bench_box, summary_box = page.locator("#compare-bench").bounding_box(), page.locator("#compare-summary").bounding_box()
+    assert bench_box["y"] < summary_box["y"]
+    _shot(page, "19_compare_picker")
     page.locator("#compare-bench input").click()
     page.get_by_role("option", name="dev-tatqa-pdf").click()
     page.locator("#compare-bench-question input").click()
     page.get_by_role("option", name=f"{first['id']}: ", exact=False).first.click()
     sync_api.expect(page.locator("#compare-question textarea")).to_have_value(first["question"])
+    if not page.locator("#compare-gold").is_visible():
+        page.locator("#compare-gold-panel").get_by_text("Gold evidence").click()
     gold = "\n".join(f"{g['doc']} p.{g['page']}" for g in first["gold"])
     sync_api.expect(page.locator("#compare-gold textarea")).to_have_value(gold)
     sync_api.expect(page.locator("#compare-corpus").get_by_label("The benchmark's corpus", exact=False)).to_be_checked()
@@ -135,9 +146,16 @@ def test_evaluate_an_uploaded_benchmark(session, bench_zip, tmp_path):
     page.locator("#eval-upload input[type=file]").set_input_files(str(bench_zip))
     sync_api.expect(page.locator('#eval-upload-status [data-uploaded="tiny-bench"]')).to_contain_text("3 questions")
     sync_api.expect(page.locator("#eval-bench input")).to_have_value("tiny-bench (uploaded)")
+    # Before the first run: the collection's ingest is announced with its page count.
+    note = page.locator("#eval-ingest-note .st-eval-ingest")
+    sync_api.expect(note).to_contain_text("the first run ingests")
+    assert int(note.get_attribute("data-pages")) > 0
+    _shot(page, "21_evaluate_before")
     for name in ("bm25", "hikey"):
         _check(page, "eval-methods", name, True)
     page.locator("#eval-run").click()
+    # While it runs the placeholder is gone from under the progress bar.
+    sync_api.expect(page.locator("#eval-status .st-empty")).to_have_count(0)
     sync_api.expect(page.locator('#eval-status .st-eval-done[data-questions="3"]')).to_be_visible(timeout=4 * INGEST_TIMEOUT_MS)
 
     table = page.locator("#eval-metrics")
@@ -149,6 +167,7 @@ def test_evaluate_an_uploaded_benchmark(session, bench_zip, tmp_path):
     page.locator("#eval-breakdown-by").get_by_label("Hops").click()
     sync_api.expect(page.locator("#eval-breakdown")).to_contain_text("null")  # b3 has no hop count
     sync_api.expect(page.locator("#eval-breakdown-plot .js-plotly-plot")).to_be_visible()
+    sync_api.expect(page.locator('#eval-ingest-note .st-eval-ingest[data-pages="0"]')).to_be_visible()  # ingested now
     _shot(page, "21_evaluate")
 
     with page.expect_download() as info:

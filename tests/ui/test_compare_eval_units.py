@@ -61,6 +61,24 @@ def test_summary_counts_hits_and_gold_found():
     assert '<td data-field="hits">2 of 3</td>' in html and '<td data-field="gold-found">1 of 2</td>' in html and "rank 1" in html
 
 
+def test_each_column_shows_what_only_its_method_found():
+    a = _result("bm25", [("a.pdf", 1), ("b.pdf", 2)], answer="Forty-two trees.")
+    b = _result("hikey", [("a.pdf", 1), ("c.pdf", 3)], answer="Forty-two  trees.")
+    b.results[0].node_id = a.results[0].node_id  # both found the unit on a.pdf p.1
+    assert compare.only_found([a, b]) == [{"bm25-1"}, {"hikey-1"}]
+    html = compare.render_columns([a, b], None)
+    assert html.count('data-only="true"') == 2 and html.count('data-only="false"') == 2
+    assert "1 unit(s) no other method found, on b.pdf p.2" in html and "on c.pdf p.3" in html
+    summary = compare.render_summary([a, b], None, None)
+    assert summary.count('<td data-field="only">1 unit(s)</td>') == 2
+    assert 'data-same-as="hikey"' in summary and 'data-same-as="bm25"' in summary  # same words, spacing aside
+    same = compare.render_columns([a, _result("dense", [("a.pdf", 1)])], None)
+    assert "Every result of this method was also found by another method." not in same  # different node ids
+    c = _result("dense", [])
+    assert compare.only_found([c, a]) == [set(), {"bm25-0", "bm25-1"}]
+    assert 'data-only-count="0"' in compare.render_columns([c, a], None)
+
+
 def test_gold_text_round_trips_through_the_parser():
     from backend.service import Service
 
@@ -78,6 +96,21 @@ class _Row:
         self.recall_at_1, self.recall_at_5, self.recall_at_10, self.mrr_at_10, self.all_at_10 = 0.25, 0.4, r10, 0.3, 0.2
         self.abstention, self.abstained_all = None, 0.25
         self.latency_p50_ms, self.latency_mean_ms, self.llm_calls_per_question = 40.0, 45.5, 1.5
+
+
+def test_progress_labels_name_the_stage_file_question_and_method():
+    assert evaluate.progress_label("ingest", 0, 120, doc="tatqa_1.pdf") == "Ingesting the collection: file 1 of 120 (tatqa_1.pdf)"
+    assert evaluate.progress_label("warm", 0, 0, "hikey") == "Loading the indexes for hikey (not timed)"
+    assert evaluate.progress_label("ask", 2, 10, "bm25") == "bm25: asking question 3 of 10"
+    assert evaluate.progress_label("ask", 10, 10, "bm25") == "bm25: 10 questions asked"
+    assert evaluate.progress_label("score", 0, 1, "bm25") == "bm25: scoring"
+
+
+def test_the_ingest_of_a_collection_is_announced_before_the_first_run():
+    html = evaluate.ingest_note("dev-<b>", 120, 240, 300.0)
+    assert 'data-pages="240"' in html and "120 PDFs, 240 pages, about 5 min" in html and "dev-&lt;b&gt;" in html
+    assert 'data-pages="0"' in evaluate.ingest_note("dev", 120, 0, 0.0)
+    assert evaluate.ingest_note("dev", 0, 0, 0.0) == ""
 
 
 def test_metric_tables_format_numbers_and_missing_values():

@@ -199,6 +199,43 @@ def test_graphml_download_parses_with_networkx(graph_page, tmp_path):
     _toggle(page, "graph-edge-kinds", "mentions")
 
 
+LABEL_PX_ON_SCREEN_JS = """
+() => {
+  const scale = network.getScale();
+  return Math.min(...nodes.get().map((n) => ((n.font && n.font.size) || 11) * scale));
+}
+"""
+OVERVIEW_NODES_JS = "(el) => el.data[0].x.reduce((a, b) => a + b, 0)"  # the 'Nodes by layer' bars
+
+
+def test_a_document_filter_at_the_node_limit_keeps_labels_and_overview(graph_page):
+    page = graph_page
+    whole = _status(page)
+    _select_dropdown(page, "graph-docs", "cool_streets_report")
+    _toggle(page, "graph-layers", "Subcomponents")
+    status = page.locator("#graph-status .st-graph-status")
+    expect(status).not_to_have_attribute("data-matched", str(whole["matched"]))
+    # The node limit at about 120: fewer nodes than that one document has, enough to crowd the view.
+    track = page.locator("#graph-limit input[type=range]")
+    box = track.bounding_box()
+    page.mouse.click(box["x"] + box["width"] * 0.1, box["y"] + box["height"] / 2)
+    expect(page.locator("#graph-status")).to_contain_text("raise the limit or narrow the filters")
+    filtered = _status(page)
+    assert 80 <= filtered["shown"] < filtered["matched"]
+    _, frame = _graph_frame(page)
+    # Every label is drawn at a readable size at the fitted scale, not hidden as a bare dot.
+    assert frame.evaluate(LABEL_PX_ON_SCREEN_JS) >= 7.5
+    # The overview charts count what passes the filters, not the whole graph.
+    plot = page.locator("#graph-overview .js-plotly-plot")
+    page.wait_for_function(
+        f"(m) => {{ const el = document.querySelector('#graph-overview .js-plotly-plot'); return el && ({OVERVIEW_NODES_JS})(el) === m; }}",
+        arg=filtered["matched"], timeout=UI_TIMEOUT_MS,
+    )
+    assert plot.evaluate(OVERVIEW_NODES_JS) == filtered["matched"] != whole["matched"]
+    _shot(page, "graph_06_document_filter_at_limit")
+    assert page.page_errors == []  # the last test on graph_page: its filters stay as they are
+
+
 # ---------------------------------------------------------------- library
 
 
@@ -212,6 +249,31 @@ def _pdf(path: Path, title: str, pages: int) -> Path:
             page.insert_textbox(pymupdf.Rect(72, 145, 520, 700), f"{title} notes, part {i + 1}. " + FILLER * 6, fontsize=10.5)
         pdf.save(path)
     return path
+
+
+# Rows of the table (1-based) whose box reaches past a scrolling ancestor's visible box.
+# The table's rows (Gradio's dataframe marks each cell with data-row), and the 1-based numbers of
+# those whose cells reach past the visible box of a scrolling ancestor inside the table.
+ROWS_CLIPPED_JS = """
+(table) => {
+  const first = new Map();
+  for (const cell of table.querySelectorAll("[data-row]")) {
+    const row = cell.getAttribute("data-row");
+    if (!first.has(row)) { first.set(row, cell); }
+  }
+  const clipped = [];
+  for (const [row, cell] of first) {
+    const r = cell.getBoundingClientRect();
+    for (let el = cell.parentElement; el && el !== table; el = el.parentElement) {
+      const style = getComputedStyle(el);
+      if (!/(auto|scroll|hidden)/.test(style.overflowY) || el.scrollHeight <= el.clientHeight + 1) { continue; }
+      const box = el.getBoundingClientRect();
+      if (r.bottom > box.bottom + 1 || r.top < box.top - 1) { clipped.push(Number(row) + 1); break; }
+    }
+  }
+  return {rows: first.size, clipped: clipped};
+}
+"""
 
 
 def test_library_estimates_before_ingest_and_grows_while_ingesting(browser, app_url, tmp_path):
@@ -242,6 +304,12 @@ def test_library_estimates_before_ingest_and_grows_while_ingesting(browser, app_
         expect(final).to_have_attribute("data-documents", str(documents_before + 2))
         expect(page.locator("#documents-table")).to_contain_text("growth_large.pdf")
         expect(page.locator("#ingest-estimate .st-estimate")).to_have_count(0)  # cleared with the uploaded files
+        # Six documents now: at 1280x800 the table shows its fifth and sixth rows whole, not cut
+        # behind its own scroll bar.
+        table = page.locator("#documents-table")
+        table.scroll_into_view_if_needed()
+        rows = table.evaluate(ROWS_CLIPPED_JS)
+        assert rows["rows"] >= 5 and rows["clipped"] == [], f"rows cut by the table's scroll box: {rows}"
         _shot(page, "library_03_done")
         assert page.page_errors == []
     finally:
