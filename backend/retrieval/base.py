@@ -1,5 +1,5 @@
-"""The one Retriever interface, the registry the UI menu and the contract tests are driven by,
-and helpers shared by strategies (query encoding, min-max fusion)."""
+"""The one Retriever interface and the registry the UI menu and the contract tests are driven by.
+Score arithmetic shared by strategies lives in backend/retrieval/scoring.py."""
 
 from __future__ import annotations
 
@@ -101,26 +101,3 @@ def _load_all() -> None:
 
     for module in ("bm25", "dense", "hybrid", "hikey", "lilac", "fif", "mirag", "mmgraph", "strata"):
         importlib.import_module(f"backend.retrieval.{module}")
-
-
-def minmax(x: np.ndarray) -> np.ndarray:
-    if x.size == 0:
-        return x
-    lo, hi = float(x.min()), float(x.max())
-    if hi - lo < 1e-12:
-        return np.zeros_like(x) if hi <= 0 else np.ones_like(x)
-    return (x - lo) / (hi - lo)
-
-
-def hybrid_scores(layer, query: str, qvec: np.ndarray, alpha: float) -> np.ndarray:
-    """alpha * min-max(BM25) + (1 - alpha) * min-max(cosine) over every row of a layer: (n,)."""
-    return alpha * minmax(layer.lexical.scores(query)) + (1 - alpha) * minmax(layer.dense.scores(qvec))
-
-
-def top_scored(ids: list[str], scores: np.ndarray, k: int, why: str) -> list[ScoredNode]:
-    if k <= 0 or not len(ids):
-        return []
-    k = min(k, len(ids))
-    top = np.argpartition(-scores, k - 1)[:k]
-    top = top[np.lexsort((top, -scores[top]))]
-    return [ScoredNode(node_id=ids[i], score=round(float(scores[i]), 6), why=why) for i in top]

@@ -34,12 +34,12 @@ import json
 import logging
 import time
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any
 
 import numpy as np
 
-from backend.retrieval.base import ParamSpec, Retriever, minmax, register
+from backend.retrieval.base import ParamSpec, Retriever, register
+from backend.retrieval.scoring import hybrid_scores, order_rows
 from backend.types import AgentStep, DecomposeStep, EdgeKind, ScoredNode, Strategy, SubQuery, Trace
 
 log = logging.getLogger(__name__)
@@ -356,7 +356,7 @@ def modes_of(strategy: Strategy) -> dict[str, str]:
 # ---------------------------------------------------------------- graph arrays and scores
 
 
-class GraphView:
+class DocumentRowMaps:
     """Row maps of one corpus for the max-over-descendants scores, and document neighbourhoods."""
 
     def __init__(self, corpus) -> None:
@@ -457,7 +457,7 @@ class HopRecord:
     entities: list[str] = field(default_factory=list)  # entities the judged evidence names
     evidence_doc: str | None = None  # the document of the unit the evaluator judged relevant
 
-    def serialise(self, corpus, view: GraphView) -> dict[str, Any]:
+    def serialise(self, corpus, view: DocumentRowMaps) -> dict[str, Any]:
         evidence = []
         for hit in self.found[:EVIDENCE_IN_MEMORY]:
             node = corpus.nodes[hit.node_id]
@@ -515,9 +515,10 @@ class FiFRetriever(Retriever):
 
     # ------------------------------------------------------------ scores
 
-    @cached_property
-    def view(self) -> GraphView:
-        return GraphView(self.corpus)
+    @property
+    def view(self) -> DocumentRowMaps:
+        """The corpus's row maps, built once per loaded corpus and shared by every question."""
+        return self.corpus.derived(DocumentRowMaps)
 
     def _scores(self, text: str) -> TextScores:
         cached = self._text_scores.get(text)
@@ -527,8 +528,7 @@ class FiFRetriever(Retriever):
         qvec, qsub = self.embed(text), self.embed_sub([text])[0]
 
         def hybrid(name: str, vec: np.ndarray) -> np.ndarray:
-            layer = layers[name]
-            return (alpha * minmax(layer.lexical.scores(text)) + (1 - alpha) * minmax(layer.dense.scores(vec))).astype(np.float32)
+            return hybrid_scores(layers[name], text, vec, alpha).astype(np.float32)
 
         scores = TextScores(doc=hybrid("documents", qvec), comp=hybrid("components", qvec), sub=hybrid("subcomponents", qsub))
         self._text_scores[text] = scores
@@ -739,7 +739,7 @@ class FiFRetriever(Retriever):
             rows = np.array([view.doc_row[d] for d in cand], dtype=np.int64)
         else:
             rows = np.arange(len(view.doc_ids))
-        shortlist = rows[np.lexsort((rows, -doc_sc[rows]))][: cfg.shortlist]  # document rows, best first
+        shortlist = order_rows(doc_sc, rows)[: cfg.shortlist]  # document rows, best first
         chosen = [int(r) for r in shortlist[: cfg.docs_per_hop]]
         if strategy.reasoning == "both" and self._calls_left() >= 3:  # this call, the components', the evaluator's
             cands = [{"index": i, "filename": corpus.documents[view.doc_ids[r]].file_name, "title": corpus.documents[view.doc_ids[r]].title,

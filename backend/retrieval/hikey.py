@@ -23,7 +23,8 @@ from typing import Any
 import numpy as np
 
 from backend.index.image import blend_visual, note_figures_as_text, visual_component_scores
-from backend.retrieval.base import ParamSpec, Retriever, hybrid_scores, minmax, register
+from backend.retrieval.base import ParamSpec, Retriever, register
+from backend.retrieval.scoring import fuse_minmax, hybrid_scores, minmax, order_rows
 from backend.types import DocScore, RankSectionsStep, RouteDocsStep, ScoredNode, SectionScore, Trace
 
 TRACE_SECTIONS = 30
@@ -71,13 +72,13 @@ class HiKEYRetriever(Retriever):
         # document so that documents with near-identical cards (report templates) still separate.
         bm = docs.lexical.scores(query)
         de = docs.dense.scores(qvec)
-        card = alpha * minmax(bm) + (1 - alpha) * minmax(de)
+        card = fuse_minmax(bm, de, alpha)
         best_unit = np.zeros(len(docs.ids), dtype=np.float32)
         valid = corpus.component_doc_rows >= 0
         np.maximum.at(best_unit, corpus.component_doc_rows[valid], unit_score[valid])
         evidence = minmax(best_unit)
         s_doc = beta * card + (1 - beta) * evidence
-        order = np.lexsort((np.arange(len(s_doc)), -s_doc))
+        order = order_rows(s_doc, np.arange(len(s_doc)))
         kept = [docs.ids[i] for i in order[:n_docs]]
         doc_score = {docs.ids[i]: float(s_doc[i]) for i in order}
         trace.add(

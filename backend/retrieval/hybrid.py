@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from backend.retrieval.base import ParamSpec, Retriever, hybrid_scores, register, top_scored
+from backend.retrieval.base import ParamSpec, Retriever, register
+from backend.retrieval.scoring import hybrid_scores, top_scored
 from backend.types import RankStep, ScoredNode, Trace
 
 

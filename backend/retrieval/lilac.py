@@ -30,7 +30,8 @@ from typing import Any
 import numpy as np
 
 from backend.graph.corpus import Corpus
-from backend.retrieval.base import ParamSpec, Retriever, hybrid_scores, register
+from backend.retrieval.base import ParamSpec, Retriever, register
+from backend.retrieval.scoring import hybrid_scores, top_rows
 from backend.types import (
     BeamStep,
     DecomposeStep,
@@ -121,9 +122,11 @@ class GraphArrays:
 
 
 def graph_arrays(corpus: Corpus) -> GraphArrays:
-    cached = getattr(corpus, "_graph_arrays", None)
-    if cached is not None:
-        return cached
+    """The corpus's late-interaction arrays (built once per loaded corpus, see Corpus.derived)."""
+    return corpus.derived(build_graph_arrays)
+
+
+def build_graph_arrays(corpus: Corpus) -> GraphArrays:
     comps = corpus.layers["components"]
     subs = corpus.layers["subcomponents"]
     comp_row = {c: i for i, c in enumerate(comps.ids)}
@@ -145,9 +148,7 @@ def graph_arrays(corpus: Corpus) -> GraphArrays:
     doc_components = {
         d: np.array([comp_row[c] for c in cs if c in comp_row], dtype=np.int64) for d, cs in corpus.components_by_doc.items()
     }
-    arrays = GraphArrays(comps.ids, comp_row, order, starts, seg_comp, has_subs, sub_kind, doc_components)
-    corpus._graph_arrays = arrays  # the corpus is read-only once loaded, so this never goes stale
-    return arrays
+    return GraphArrays(comps.ids, comp_row, order, starts, seg_comp, has_subs, sub_kind, doc_components)
 
 
 class LateInteraction:
@@ -274,10 +275,7 @@ class LILaCRetriever(Retriever):
     def seeds(self, query: str, b: int, alpha: float) -> tuple[np.ndarray, np.ndarray]:
         comps = self.corpus.layers["components"]
         whole = hybrid_scores(comps, query, self.embed(query), alpha)
-        k = min(b, len(whole))
-        top = np.argpartition(-whole, k - 1)[:k]
-        top = top[np.lexsort((top, -whole[top]))]
-        return top, whole
+        return top_rows(whole, b), whole
 
     def beam_search(
         self, query: str, li: LateInteraction, top_k: int, b: int, n_iter: int, per_doc: int, alpha: float, trace: Trace

@@ -33,7 +33,8 @@ import numpy as np
 from backend.index.image import note_figures_as_text, visual_component_scores
 from backend.index.lexical import tokenize
 from backend.llm.rules import QUESTION_WORDS
-from backend.retrieval.base import ParamSpec, Retriever, hybrid_scores, register, top_scored
+from backend.retrieval.base import ParamSpec, Retriever, register
+from backend.retrieval.scoring import hybrid_scores, reciprocal_rank_fusion, top_scored
 from backend.types import FuseStep, IterationStep, NodeKind, ScoredNode, Trace
 
 EXPAND_PROMPT = (
@@ -305,12 +306,11 @@ def fuse(lists: list[QueryHits]) -> list[ScoredNode]:
     best possible sum so that scores lie in [0, 1]; unique ids, scores descending."""
     if not lists:
         return []
-    total: dict[str, float] = {}
+    total = reciprocal_rank_fusion((([h.node_id for h in q.hits], q.weight) for q in lists), RRF_K)
     first: dict[str, str] = {}
     count: dict[str, int] = {}
     for q in lists:
-        for rank, hit in enumerate(q.hits, start=1):
-            total[hit.node_id] = total.get(hit.node_id, 0.0) + q.weight / (RRF_K + rank)
+        for hit in q.hits:
             first.setdefault(hit.node_id, hit.why)
             count[hit.node_id] = count.get(hit.node_id, 0) + 1
     best = sum(q.weight for q in lists) / (RRF_K + 1)

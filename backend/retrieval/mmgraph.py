@@ -31,7 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from backend.retrieval.base import ParamSpec, Retriever, hybrid_scores, register, top_scored
+from backend.retrieval.base import ParamSpec, Retriever, register
+from backend.retrieval.scoring import hybrid_scores, top_scored
 from backend.types import EdgeKind, EntityEdge, EntityHit, EntityStep, ScoredNode, Trace
 
 DECAY = 0.8  # score a neighbour reached over a broad edge inherits from its anchor

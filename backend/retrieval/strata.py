@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from backend.retrieval.base import ParamSpec, Retriever, register
+from backend.retrieval.scoring import reciprocal_rank_fusion, top_rows
 from backend.retrieval.hikey import HiKEYRetriever
 from backend.retrieval.hybrid import HybridRetriever
 from backend.retrieval.mmgraph import MMGraphRetriever
@@ -53,9 +54,10 @@ TEMPLATE_COSINE = 0.95
 def template_share(corpus) -> float:
     """Fraction of (up to 400 sampled) components whose nearest neighbour in another document
     is a near copy. Computed once per loaded corpus (it is read-only)."""
-    cached = getattr(corpus, "_template_share", None)
-    if cached is not None:
-        return cached
+    return corpus.derived(_measure_template_share)
+
+
+def _measure_template_share(corpus) -> float:
     comps = corpus.layers["components"]
     share = 0.0
     if len(corpus.documents) > 1 and len(comps.ids) > 1:
@@ -66,7 +68,6 @@ def template_share(corpus) -> float:
         sims = matrix[idx] @ matrix.T
         sims[docs[idx][:, None] == docs[None, :]] = -1.0
         share = float((sims.max(axis=1) >= TEMPLATE_COSINE).mean())
-    corpus._template_share = share
     return share
 
 
@@ -77,13 +78,12 @@ def mean_pages(corpus) -> float:
 
 def link_share(corpus) -> float:
     """Fraction of documents joined to another document of the corpus by a link (either end)."""
-    cached = getattr(corpus, "_link_share", None)
-    if cached is not None:
-        return cached
+    return corpus.derived(_measure_link_share)
+
+
+def _measure_link_share(corpus) -> float:
     linked = {n for e in corpus.edges if e.kind == EdgeKind.DOC_LINK for n in (e.src, e.dst)}
-    share = len(linked & set(corpus.documents)) / max(1, len(corpus.documents))
-    corpus._link_share = share
-    return share
+    return len(linked & set(corpus.documents)) / max(1, len(corpus.documents))
 
 
 def spread_over_documents(corpus, ranked: list[ScoredNode], per_doc: int) -> list[ScoredNode]:
@@ -134,9 +134,7 @@ class StrataRetriever(Retriever):
         if template:
             qvec = self.embed(query)
             dense = comps.dense.scores(qvec)
-            n = min(len(dense), max(k * 4, 60))
-            top = np.argpartition(-dense, n - 1)[:n]
-            top = top[np.lexsort((top, -dense[top]))]
+            top = top_rows(dense, max(k * 4, 60))
             ranked = [ScoredNode(node_id=comps.ids[i], score=round(float(dense[i]), 6), why="dense") for i in top]
             trace.add(RankStep(label="template corpus: dense over the components", index="dense", candidates=ranked[:30]))
             base = spread_over_documents(corpus, ranked, self.param(params, "per_doc_first"))[:k]
@@ -158,10 +156,7 @@ class StrataRetriever(Retriever):
             flat = flat_cls(corpus, self.encoder, self.settings, **kw).retrieve(query, 3 * k, {}, flat_trace)
             trace.steps.extend(flat_trace.steps)
             trace.notes.extend(n for n in flat_trace.notes if n not in trace.notes)
-            fused: dict[str, float] = {}
-            for ranking, weight in ((routed, 1.0), (flat, flat_weight)):
-                for r, hit in enumerate(ranking):
-                    fused[hit.node_id] = fused.get(hit.node_id, 0.0) + weight / (RRF_K + r + 1)
+            fused = reciprocal_rank_fusion((([h.node_id for h in routed], 1.0), ([h.node_id for h in flat], flat_weight)), RRF_K)
             order = sorted(fused, key=lambda n: (-fused[n], n))[:k]
             base = [ScoredNode(node_id=n, score=round(fused[n], 6), why=f"HiKEY + {flat_cls.name} (reciprocal rank)") for n in order]
             trace.params["flat"] = flat_cls.name
