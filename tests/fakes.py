@@ -5,6 +5,7 @@
 - `FILMS` / `FILMS_QUESTION`: a bridge question over six film pages (LILaC, Strata).
 - `ScriptedLLM`: the rules backend behind a model's face (every task is one call that costs tokens,
   as a model's would), with fixed replies for the tasks a test scripts.
+- `openai_service`: a Service whose LLM is an OpenAI-compatible server at `base_url`.
 
 Test modules import fakes from here and never from one another. Nothing here is a product default.
 """
@@ -19,6 +20,8 @@ from typing import Any
 from backend.graph.corpus import Corpus
 from backend.llm.base import LLMUsage
 from backend.llm.rules import RulesBackend
+from backend.llm.task import A, LLMTask, P
+from backend.service import Service
 from backend.types import Document, Edge, EdgeKind, Layer, Node, NodeKind, PendingDocLink, Section
 
 FILMS = {
@@ -105,12 +108,34 @@ class ScriptedLLM:
         self.log: list[tuple[str, int]] = []
         self.prompts: list[str] = []
 
+    def run(self, task: LLMTask[P, A], payload: P) -> A:
+        if task.name in self.replies:
+            out = task.parse(self.replies[task.name])  # a scripted reply must fit the task, as a model's must
+        else:
+            out = task.run_rules(payload)
+        self._count(task.name, task.prompt(payload), out.model_dump_json())
+        return out
+
     def complete_json(self, task: str, prompt: str, payload: dict[str, Any], schema: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The reader's raw 'answer' prompt."""
         out = self.replies[task] if task in self.replies else self.rules.complete_json(task, prompt, payload, schema)
-        tokens = (len(prompt) + len(json.dumps(out))) // 4
+        self._count(task, prompt, json.dumps(out))
+        return out
+
+    def _count(self, task: str, prompt: str, reply: str) -> None:
+        tokens = (len(prompt) + len(reply)) // 4
         self.usage.calls += 1
         self.usage.tasks[task] = self.usage.tasks.get(task, 0) + 1
         self.usage.prompt_tokens += tokens
         self.log.append((task, tokens))
         self.prompts.append(prompt)
-        return out
+
+
+def openai_service(service: Service, base_url: str, **llm) -> Service:
+    """The session service's settings and encoders with the `openai` backend at `base_url`."""
+    s = service.settings
+    settings = s.model_copy(update={
+        "reader": s.reader.model_copy(update={"llm_backend": "openai"}),
+        "llm": s.llm.model_copy(update={"base_url": base_url, "model": "fake-model", "max_retries": 0, **llm}),
+    })
+    return Service(settings, encoder=service.encoder, sub_encoder=service.encoders.sub)

@@ -1,4 +1,6 @@
-"""The offline `rules` backend: the papers' prompts implemented as deterministic rules.
+"""The offline `rules` backend: the papers' prompts implemented as deterministic rules. A typed
+task (backend/llm/task.py) carries its own rules, which `run` calls; this module holds the rules
+of the reader's prompt, which is still sent as raw JSON.
 
 Task 'answer' (the HiKEY/LILaC reader prompt): given scored evidence units (sentences, table rows,
 figure regions), pick the ones that answer the question, extract a short answer when the
@@ -9,10 +11,11 @@ evidence" when the best evidence is weak. It does no generation beyond extractio
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from typing import Any
 
-from backend.index.lexical import tokenize
 from backend.llm.base import LLMUsage
+from backend.llm.task import A, LLMTask, P
+from backend.llm.text import QUESTION_WORDS, content_tokens
 
 NOT_ENOUGH = "not enough evidence"
 YESNO_RE = re.compile(r"^(is|are|was|were|does|do|did|can|could|has|have|had|will|would|should|may)\b", re.I)
@@ -30,38 +33,11 @@ DATE_RE = re.compile(
     rf"\b(?:(?:\d{{1,2}}\s+)?(?:{MONTHS})\.?\s+(?:\d{{1,2}},?\s+)?\d{{4}}|(?:{MONTHS})\s+\d{{1,2}}|\d{{4}}-\d{{2}}-\d{{2}}|(?:1[5-9]|20)\d{{2}})\b"
 )
 NAME_RE = re.compile(r"\b([A-Z][a-zA-Z'’\-]+(?:\s+(?:[A-Z]\.\s*)?[A-Z][a-zA-Z'’\-]+)+)")
-QUESTION_WORDS = {"mani", "much", "how", "what", "which", "when", "who", "whom", "whose", "where", "why"}
 NEGATIONS = {"not", "no", "never", "none", "neither", "nor", "without"}
-
-
-def content_tokens(text: str) -> set[str]:
-    return set(tokenize([text])[0])
 
 
 def _negated(text: str) -> bool:
     return any(w in NEGATIONS or w.endswith("n't") for w in re.findall(r"[a-z']+", text.lower()))
-
-
-RuleTask = Callable[[dict[str, Any]], dict[str, Any]]
-RULE_TASKS: dict[str, RuleTask] = {}
-
-
-def rule_task(name: str) -> Callable[[RuleTask], RuleTask]:
-    """Register the deterministic rules implementation of one prompt (task name -> function)."""
-
-    def deco(fn: RuleTask) -> RuleTask:
-        RULE_TASKS[name] = fn
-        return fn
-
-    return deco
-
-
-def _load_rule_tasks() -> None:
-    # Each strategy keeps the rules for its paper's prompts beside its own code.
-    import importlib
-
-    for module in ("backend.llm.rules_lilac", "backend.llm.rules_fif", "backend.llm.rules_mirag", "backend.llm.rules_mmgraph"):
-        importlib.import_module(module)
 
 
 class RulesBackend:
@@ -70,19 +46,19 @@ class RulesBackend:
     def __init__(self) -> None:
         self.usage = LLMUsage()
 
+    def run(self, task: LLMTask[P, A], payload: P) -> A:
+        # Rules make no model calls: calls and tokens stay 0, so the cost shown is honest.
+        self.usage.tasks[task.name] = self.usage.tasks.get(task.name, 0) + 1
+        return task.run_rules(payload)
+
     def complete_json(
         self, task: str, prompt: str, payload: dict[str, Any], schema: dict[str, Any] | None = None
     ) -> dict[str, Any]:
-        # Rules make no model calls: calls and tokens stay 0, so the cost shown is honest.
+        """The reader's 'answer' prompt as raw JSON; every other prompt is a typed task (run)."""
+        if task != "answer":
+            raise ValueError(f"The rules backend has no untyped task '{task}': run its LLMTask with run(task, payload).")
         self.usage.tasks[task] = self.usage.tasks.get(task, 0) + 1
-        if task == "answer":
-            return self._answer(payload["question"], payload["evidence"], float(payload.get("threshold", 0.35)))
-        if task not in RULE_TASKS:
-            _load_rule_tasks()  # importing one strategy's rules must not hide the others'
-        fn = RULE_TASKS.get(task)
-        if fn is None:
-            raise ValueError(f"The rules backend has no task '{task}'.")
-        return fn(payload)
+        return self._answer(payload["question"], payload["evidence"], float(payload.get("threshold", 0.35)))
 
     def _answer(self, question: str, evidence: list[dict[str, Any]], threshold: float) -> dict[str, Any]:
         if not evidence or evidence[0]["score"] < threshold:

@@ -13,6 +13,8 @@ import pytest
 
 from backend.graph.corpus import Corpus
 from backend.graph.entities import (
+    EXTRACT,
+    ExtractPayload,
     EXTRACT_SCHEMA,
     MAX_EDIT_DISTANCE,
     RULES_EXTRACTOR,
@@ -32,7 +34,8 @@ from tests.fakes import ScriptedLLM
 def _extract(*sentences: str, known: list[str] = (), label: str | None = None, rows: list[str] = ()) -> dict:
     units = [{"id": f"s{i}", "kind": "caption" if label else "sentence", "text": s} for i, s in enumerate(sentences)]
     units += [{"id": f"r{i}", "kind": "row", "text": r} for i, r in enumerate(rows)]
-    return RulesBackend().complete_json("mmgraph_extract", "", {"units": units, "label": label, "known": list(known)})
+    payload = ExtractPayload(units=units, label=label, known=list(known), text="")
+    return RulesBackend().run(EXTRACT, payload).model_dump()
 
 
 def _types(answer: dict) -> dict[str, str]:

@@ -16,7 +16,7 @@ import numpy as np
 import pymupdf
 import pytest
 
-from backend.llm.rules_fif import LADDER, bridge_entities, compose, entity_spans, evaluate, orchestrate
+from backend.retrieval.fif.rules import LADDER, bridge_entities, compose, entity_spans, evaluate, orchestrate
 from backend.retrieval.fif import FiFRetriever, strategy_of
 from backend.types import AgentStep, DecomposeStep, Trace
 from tests.fakes import ScriptedLLM
@@ -98,7 +98,7 @@ def near_miss(service, strata_settings, tmp_path_factory):
 
 def _scripted(plan: list[dict[str, Any]] | None = None) -> ScriptedLLM:
     """A model-faced rules backend whose decomposition is a fixed plan when one is given."""
-    return ScriptedLLM({"decompose": {"subqueries": plan}} if plan else None)
+    return ScriptedLLM({"fif_decompose": {"subqueries": plan}} if plan else None)
 
 
 def _run(service, corpus, query: str, params: dict | None = None, llm=None, top_k: int = 5):
@@ -193,7 +193,7 @@ def test_the_llm_call_budget_is_respected(service, trap, budget):
     assert hits, "at least one hop fits, and the rules reranker ranks memory when no call is left"
     assert llm.usage.calls <= budget
     # Every call is charged: the initial plan's to nobody, every other one to the step it led to.
-    assert llm.log[0][0] == "decompose"
+    assert llm.log[0][0] == "fif_decompose"
     assert sum(s.llm_calls for s in _agent(trace)) == llm.usage.calls - 1
     assert sum(s.llm_tokens for s in _agent(trace)) == llm.usage.tokens - llm.log[0][1]
     # The budget cuts the ladder short, it never reorders it, and the stop says why.
@@ -230,21 +230,21 @@ def test_rules_are_deterministic_and_find_both_hops_with_the_shared_decompositio
 
 def test_scores_at_each_granularity_are_the_max_over_descendants(service, trap):
     retriever = service.retriever("fif", trap)
-    retriever.retrieve("drama film", 3, {}, Trace(method="fif"))  # sets up the per-question state
+    scores = retriever.question_scores(alpha=0.5)
     view = retriever.view
     text = "born in the city of Vellmar"
-    own = retriever.comp_scores(text, 1)
-    by_sentence = retriever.comp_scores(text, 2)
-    sub = retriever._scores(text).sub
+    own = scores.comp_scores(text, 1)
+    by_sentence = scores.comp_scores(text, 2)
+    sub = scores.scores(text).sub
     for d in view.doc_ids:
         comps = [view.comp_row[c] for c in trap.components_by_doc[d]]
         subs = [trap.layers["subcomponents"].dense.row[s] for c in trap.components_by_doc[d] for s in trap.subcomponents(c)]
-        assert retriever.doc_scores(text, 1)[view.doc_row[d]] == pytest.approx(max(own[r] for r in comps))
-        assert retriever.doc_scores(text, 2)[view.doc_row[d]] == pytest.approx(max(sub[r] for r in subs))
+        assert scores.doc_scores(text, 1)[view.doc_row[d]] == pytest.approx(max(own[r] for r in comps))
+        assert scores.doc_scores(text, 2)[view.doc_row[d]] == pytest.approx(max(sub[r] for r in subs))
         for c in trap.components_by_doc[d]:
             rows = [trap.layers["subcomponents"].dense.row[s] for s in trap.subcomponents(c)]
             assert by_sentence[view.comp_row[c]] == pytest.approx(max(sub[r] for r in rows))
-    best = int(np.argmax(retriever.doc_scores(text, 2)))
+    best = int(np.argmax(scores.doc_scores(text, 2)))
     assert trap.documents[view.doc_ids[best]].file_name == "Elena_Marsh.pdf"
 
 

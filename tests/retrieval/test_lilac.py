@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from backend.llm.rules_lilac import decompose, modality_of
+from backend.retrieval.lilac.rules import decompose, modality_of
 from backend.types import BeamStep, DecomposeStep, RankStep, Trace
 from tests.fakes import FILMS, FILMS_QUESTION, build_corpus, doc_of
 
