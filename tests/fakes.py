@@ -5,6 +5,8 @@
 - `FILMS` / `FILMS_QUESTION`: a bridge question over six film pages (LILaC, Strata).
 - `ScriptedLLM`: the rules backend behind a model's face (every task is one call that costs tokens,
   as a model's would), with fixed replies for the tasks a test scripts.
+- `ScriptedModel`: a model backend whose raw replies are given in advance ("down" raises a
+  connection error), to test what the guard and the answer models make of a model's text.
 - `openai_service`: a Service whose LLM is an OpenAI-compatible server at `base_url`.
 
 Test modules import fakes from here and never from one another. Nothing here is a product default.
@@ -20,7 +22,9 @@ from typing import Any
 from backend.graph.corpus import Corpus
 from backend.llm.base import LLMUsage
 from backend.llm.rules import RulesBackend
-from backend.llm.task import A, LLMTask, P
+from backend.errors import LLMError
+from backend.llm.guard import parse_json_reply
+from backend.llm.task import A, LLMTask, P, run_on_model
 from backend.service import Service
 from backend.types import Document, Edge, EdgeKind, Layer, Node, NodeKind, PendingDocLink, Section
 
@@ -129,6 +133,29 @@ class ScriptedLLM:
         self.usage.prompt_tokens += tokens
         self.log.append((task, tokens))
         self.prompts.append(prompt)
+
+
+class ScriptedModel:
+    """A model backend whose replies (raw text) are given in advance; "down" fails the call.
+    check_schema=False leaves a misfit to the task's answer model, as a lenient server would."""
+
+    def __init__(self, replies: list[str], check_schema: bool = True) -> None:
+        self.name = "scripted:test"
+        self.usage = LLMUsage()
+        self.replies = list(replies)
+        self.check_schema = check_schema
+        self.prompts: list[str] = []
+
+    def run(self, task: LLMTask[P, A], payload: P) -> A:
+        return run_on_model(self, task, payload)
+
+    def complete_json(self, task: str, prompt: str, payload: dict[str, Any], schema: dict[str, Any] | None = None) -> dict[str, Any]:
+        self.usage.calls += 1
+        self.prompts.append(prompt)
+        reply = self.replies.pop(0)
+        if reply == "down":
+            raise LLMError("connection refused")
+        return parse_json_reply(reply, schema if self.check_schema else None)
 
 
 def openai_service(service: Service, base_url: str, **llm) -> Service:

@@ -157,3 +157,30 @@ def test_a_strategy_with_more_than_one_file_is_a_package():
     for name in ("fif", "lilac", "mirag"):
         package = RETRIEVAL_DIR / name
         assert (package / "__init__.py").is_file() and (package / "retriever.py").is_file() and (package / "tasks.py").is_file()
+
+
+# ---------------------------------------------------------------- tests
+
+TESTS_DIR = REPO_ROOT / "tests"
+
+
+def test_imports_between_test_modules_are_found(tmp_path):
+    sample = tmp_path / "test_x.py"
+    sample.write_text("from test_service_llm import openai_service\nfrom tests.retrieval.test_lilac import FILMS\n"
+                      "from tests.fakes import build_corpus\n")
+    assert _test_module_imports(sample) == ["test_x.py:1 imports test_service_llm", "test_x.py:2 imports tests.retrieval.test_lilac"]
+
+
+def _test_module_imports(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    out = []
+    for node in ast.walk(tree):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+        out += [f"{path.name}:{node.lineno} imports {n}" for n in names if n.split(".")[-1].startswith("test_")]
+    return sorted(out)
+
+
+def test_no_test_module_imports_another():
+    """Shared fakes live in tests/fakes.py (or a helper module), never in a test module."""
+    problems = [p for path in _py_files(TESTS_DIR) for p in _test_module_imports(path)]
+    assert problems == []

@@ -8,13 +8,13 @@ import json
 
 import pytest
 
-from backend.errors import LLMError, LLMOutputError
-from backend.llm.base import LLMUsage
-from backend.llm.guard import GuardedBackend, parse_json_reply
+from backend.errors import LLMOutputError
+from backend.llm.guard import GuardedBackend
 from backend.llm.rules import RulesBackend
 from backend.llm.task import LLMTask, TaskAnswer, TaskPayload
 from backend.retrieval.fif.tasks import ORCHESTRATE, FiFAction, OrchestratePayload
 from backend.retrieval.lilac.tasks import DECOMPOSE, DecomposeAnswer, DecomposePayload
+from tests.fakes import ScriptedModel
 
 
 class EchoPayload(TaskPayload):
@@ -29,42 +29,19 @@ ECHO = LLMTask(name="echo", prompt=lambda p: f"Repeat {p.word}", payload=EchoPay
                rules=lambda p: EchoAnswer(words=[p.word]))
 
 
-class ScriptedModel:
-    """A model backend whose replies are given in advance (a test fake, not a product default)."""
-
-    def __init__(self, replies: list[str]) -> None:
-        self.name = "scripted:test"
-        self.usage = LLMUsage()
-        self.replies = list(replies)
-        self.prompts: list[str] = []
-
-    def run(self, task, payload):
-        from backend.llm.task import run_on_model
-
-        return run_on_model(self, task, payload)
-
-    def complete_json(self, task, prompt, payload, schema=None):
-        self.usage.calls += 1
-        self.prompts.append(prompt)
-        reply = self.replies.pop(0)
-        if reply == "down":
-            raise LLMError("connection refused")
-        return parse_json_reply(reply, None)  # no schema check here: the answer model is what must catch a misfit
-
-
 def test_a_model_reply_becomes_the_answer_model():
-    model = ScriptedModel(['{"words": ["a", "b"], "extra": 1}'])
+    model = ScriptedModel(check_schema=False, replies=['{"words": ["a", "b"], "extra": 1}'])
     out = model.run(ECHO, EchoPayload(word="a"))
     assert out == EchoAnswer(words=["a", "b"]) and model.prompts == ["Repeat a"]
 
 
 def test_a_reply_that_does_not_fit_the_answer_model_is_an_output_error():
     with pytest.raises(LLMOutputError, match=r"task 'echo'.*words"):
-        ScriptedModel(['{"words": "not a list"}']).run(ECHO, EchoPayload(word="a"))
+        ScriptedModel(check_schema=False, replies=['{"words": "not a list"}']).run(ECHO, EchoPayload(word="a"))
 
 
 def test_the_guard_falls_back_to_the_tasks_rules_counts_and_explains():
-    guarded = GuardedBackend(ScriptedModel(['{"words": 3}', "down", '{"words": ["ok"]}']), max_calls=5)
+    guarded = GuardedBackend(ScriptedModel(check_schema=False, replies=['{"words": 3}', "down", '{"words": ["ok"]}']), max_calls=5)
     assert guarded.run(ECHO, EchoPayload(word="x")) == EchoAnswer(words=["x"])  # misfit -> rules
     assert guarded.run(ECHO, EchoPayload(word="y")) == EchoAnswer(words=["y"])  # server down -> rules
     assert guarded.run(ECHO, EchoPayload(word="z")) == EchoAnswer(words=["ok"])
@@ -74,7 +51,7 @@ def test_the_guard_falls_back_to_the_tasks_rules_counts_and_explains():
 
 
 def test_the_guard_answers_by_rules_once_the_budget_is_spent():
-    guarded = GuardedBackend(ScriptedModel(['{"words": ["m"]}']), max_calls=1)
+    guarded = GuardedBackend(ScriptedModel(check_schema=False, replies=['{"words": ["m"]}']), max_calls=1)
     assert guarded.run(ECHO, EchoPayload(word="a")).words == ["m"]
     assert guarded.run(ECHO, EchoPayload(word="b")).words == ["b"]
     assert guarded.usage.fallbacks == 1 and "budget of 1 model calls" in guarded.usage.notes[0]
