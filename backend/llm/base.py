@@ -65,7 +65,7 @@ ANSWER_PROMPT = (
     "or yes/no when the question asks for one.\n\n[Context]\n{context}\n\n[Question]\n{question}"
 )
 
-# The JSON object the 'answer' task returns (what RulesBackend._answer builds and EvidenceReader reads).
+# The JSON object the 'answer' task returns (what answer_by_rules builds and EvidenceReader reads).
 ANSWER_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {

@@ -90,3 +90,16 @@ def test_lilac_and_fif_decompositions_are_two_tasks_with_their_own_prompts():
     lilac_prompt = DECOMPOSE.prompt(DecomposePayload(question="Q?"))
     fif_prompt = FIF_DECOMPOSE.prompt(FiFDecomposePayload(question="Q?"))
     assert "query decomposer" in lilac_prompt and "plan revision" in fif_prompt
+
+
+def test_the_readers_prompt_as_a_typed_task_gives_the_raw_transports_reply():
+    from backend.llm.answer import ANSWER, AnswerPayload
+
+    evidence = [{"id": "u1", "kind": "sentence", "text": "The programme planted 1,240 street trees in 2021.", "score": 0.8,
+                 "cosine": 0.7, "coverage": 0.6, "role": "anchor"}]
+    question = "How many street trees were planted in 2021?"
+    raw = RulesBackend().complete_json("answer", "", {"question": question, "evidence": evidence, "threshold": 0.35})
+    typed = RulesBackend().run(ANSWER, AnswerPayload(question=question, evidence=evidence, context="[u1] ..."))
+    assert typed.model_dump() == raw and typed.answer == "1,240" and typed.citations == ["u1"]
+    guarded = GuardedBackend(ScriptedModel(['{"answer": "x"}'], check_schema=False), max_calls=5)
+    assert guarded.run(ANSWER, AnswerPayload(question=question, evidence=evidence)) == typed  # misfit -> rules
