@@ -123,7 +123,7 @@ class FiFAgent:
                 memory.answers[deps[-1]] = list(names)
             memory.subqueries.append(SubQuery(text=text.strip(), depends_on=deps))
             added.append(text.strip())
-        memory.history.append({"step": memory.steps, "action": "plan", "tasks": added})
+        memory.history.append(T.PlanRecord(step=memory.steps, tasks=added))
         reason = action.reason if action.reason is not None else "replan"
         trace.add(AgentStep(step=memory.steps, action="plan", outcome="planned",
                             reason=f"{reason}; added {added}", **self._cost(usage0)))

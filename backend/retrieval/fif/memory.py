@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from backend.retrieval.base import StrategyParams, param
+from backend.retrieval.fif.tasks import EvidenceNote, PlanRecord, RouteModes, TraverseRecord
 from backend.types import EdgeKind, ScoredNode, Strategy, SubQuery
 
 DOC_MODE = {"local": "neighbors", "global": "vector search"}
@@ -140,17 +141,17 @@ class HopRecord:
     entities: list[str] = field(default_factory=list)  # entities the judged evidence names
     evidence_doc: str | None = None  # the document of the unit the evaluator judged relevant
 
-    def serialise(self, corpus, view: DocumentRowMaps) -> dict[str, Any]:
+    def serialise(self, corpus, view: DocumentRowMaps) -> TraverseRecord:
         evidence = []
         for hit in self.found[:EVIDENCE_IN_MEMORY]:
             node = corpus.nodes[hit.node_id]
-            evidence.append({"title": corpus.documents[node.doc].title, "text": node.text, "links": view.links_of(hit.node_id)})
-        return {
-            "step": self.step, "action": "traverse", "subtask": self.subtask, "target": self.target, "entity": self.entity,
-            "anchor": self.anchor, "strategy": modes_of(self.strategy), "outcome": self.outcome, "dead_end": self.dead_end,
-            "docs": [corpus.documents[d].title for d in self.docs], "evidence": evidence, "entities": self.entities,
-            "neighbors": len({n for d in self.docs for n in view.neighbours(d)}),
-        }
+            evidence.append(EvidenceNote(title=corpus.documents[node.doc].title, text=node.text, links=view.links_of(hit.node_id)))
+        return TraverseRecord(
+            step=self.step, subtask=self.subtask, target=self.target, entity=self.entity,
+            anchor=self.anchor, strategy=RouteModes(**modes_of(self.strategy)), outcome=self.outcome, dead_end=self.dead_end,
+            docs=[corpus.documents[d].title for d in self.docs], evidence=evidence, entities=self.entities,
+            neighbors=len({n for d in self.docs for n in view.neighbours(d)}),
+        )
 
 
 @dataclass
@@ -160,7 +161,7 @@ class Memory:
     query: str
     subqueries: list[SubQuery]
     answers: dict[int, list[str]] = field(default_factory=dict)  # subquery -> [answer, alternatives...]
-    history: list[dict[str, Any]] = field(default_factory=list)  # serialised records, oldest first
+    history: list[TraverseRecord | PlanRecord] = field(default_factory=list)  # serialised records, oldest first
     hops: list[HopRecord] = field(default_factory=list)
     steps: int = 0
     replans: int = 0

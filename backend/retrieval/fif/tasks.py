@@ -3,12 +3,13 @@ action, the document and component traversers, the traversal evaluator, the plan
 reranker. Offline, each is answered by the rules in rules.py, which read the payload as the
 prompt's JSON and return the reply the prompt asks for; the answer models check both.
 
-Memory records (`memory`) stay JSON objects: they are what the prompt serialises for the model.
+The rules read a payload as the JSON object the prompt serialises (`model_dump()`), so what a
+model is shown and what the rules decide on are the same data.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -80,6 +81,51 @@ class RerankCandidate(TaskPayload):
     found_by: list[FoundBy]
 
 
+class RouteModes(TaskPayload):
+    """A strategy tuple as the orchestrator prompt names it."""
+
+    document_search_mode: DocMode
+    component_search_mode: ComponentMode
+    vector_granularity: Granularity
+
+
+class EvidenceNote(TaskPayload):
+    """A unit a hop found, as memory shows it: its document's title, its text, the titles it links to."""
+
+    title: str
+    text: str
+    links: list[str]
+
+
+class TraverseRecord(TaskPayload):
+    """A TRAVERSE step in the serialised memory: target, route, outcome, what it found."""
+
+    step: int
+    action: Literal["traverse"] = "traverse"
+    subtask: int
+    target: str
+    entity: str | None
+    anchor: int | None = Field(description="The step whose documents the hop started from.")
+    strategy: RouteModes
+    outcome: Literal["success", "failure"]
+    dead_end: bool
+    docs: list[str] = Field(description="Titles of the documents the hop kept.")
+    evidence: list[EvidenceNote]
+    entities: list[str]
+    neighbors: int = Field(description="How many documents neighbour the hop's documents.")
+
+
+class PlanRecord(TaskPayload):
+    """A PLAN step in the serialised memory: the subtasks it added."""
+
+    step: int
+    action: Literal["plan"] = "plan"
+    tasks: list[str]
+
+
+MemoryRecord = Annotated[TraverseRecord | PlanRecord, Field(discriminator="action")]
+
+
 class DecomposePayload(TaskPayload):
     question: str
 
@@ -87,7 +133,7 @@ class DecomposePayload(TaskPayload):
 class OrchestratePayload(TaskPayload):
     query: str
     subtasks: list[SubtaskState]
-    memory: list[dict[str, Any]]
+    memory: list[MemoryRecord]
     neighbor_docs: list[str]
     steps_left: int
     llm_calls_left: int
@@ -125,7 +171,7 @@ class EvaluatePayload(TaskPayload):
 class PlanPayload(TaskPayload):
     query: str
     subtasks: list[SubtaskState]
-    memory: list[dict[str, Any]]
+    memory: list[MemoryRecord]
 
 
 class RerankPayload(TaskPayload):
