@@ -4,7 +4,7 @@ data, determinism; and the rules behind the prompts.
 
 The PDFs are drawn with PyMuPDF, linked with file (Launch) links as the hotpot corpus is, and
 ingested with the session service. Tests that check the agent's exact route fix the plan with a
-scripted `decompose` (the shared decomposition belongs to LILaC); one test runs the real one.
+scripted `fif_decompose` reply (its offline rules are LILaC's decomposition); one test runs the real one.
 """
 
 from __future__ import annotations

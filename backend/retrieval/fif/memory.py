@@ -39,7 +39,11 @@ def modes_of(strategy: Strategy) -> dict[str, str]:
 
 
 class DocumentRowMaps:
-    """Row maps of one corpus for the max-over-descendants scores, and document neighbourhoods."""
+    """Row maps of one corpus for the max-over-descendants scores, and document neighbourhoods.
+
+    One per loaded corpus (Corpus.derived), shared by concurrent questions: the arrays are
+    read-only, and the neighbourhood cache is filled lazily with values that depend only on the
+    corpus, so two questions filling the same entry write the same list."""
 
     def __init__(self, corpus) -> None:
         self.corpus = corpus
