@@ -147,7 +147,7 @@ class Service:
         out = []
         for name in method_names():
             cls = get_retriever_class(name)
-            out.append(MethodInfo(name=name, description=cls.description, params=[ParamInfo(**dataclasses.asdict(p)) for p in cls.params]))
+            out.append(MethodInfo(name=name, description=cls.description, params=[ParamInfo(**dataclasses.asdict(p)) for p in cls.param_specs(self.settings)]))
         return out
 
     def _store(self, workspace: Path, create: bool = False) -> WorkspaceStore:

@@ -94,3 +94,93 @@ def test_readme_lists_every_setting():
     assert missing == [], f"settings missing from the README table: {missing}"
     unknown = sorted(listed - names)
     assert unknown == [], f"README lists settings that do not exist: {unknown}"
+
+
+# ---------------------------------------------------------------- strategy packages
+
+RETRIEVAL_DIR = BACKEND_DIR / "retrieval"
+# What a strategy may import from the backend: the retrieval base, scoring and other strategies
+# (backend.retrieval.*), the data model, the LLM protocol and task modules, and the read APIs of
+# the graph and the indexes. Never the service, ingest, evaluation, packing, reader, the store
+# (a writer) or the settings (parameter defaults are resolved by the retrieval base).
+STRATEGY_ALLOWED = (
+    "backend.retrieval", "backend.types",
+    "backend.llm.base", "backend.llm.task", "backend.llm.text",
+    "backend.graph.corpus", "backend.graph.entities",
+    "backend.index.encoders", "backend.index.image", "backend.index.lexical", "backend.index.vector",
+)
+# The shared modules of backend/retrieval/ themselves (they build what strategies use).
+RETRIEVAL_SHARED = {"base.py", "scoring.py", "__init__.py"}
+
+
+def strategy_import_problems(path: Path) -> list[str]:
+    """The backend imports of a strategy module outside STRATEGY_ALLOWED, as 'file:line imports x'."""
+    problems = []
+    for line, mod in imported_modules(path):
+        if mod.split(".")[0] != "backend":
+            continue
+        if not any(mod == a or mod.startswith(a + ".") for a in STRATEGY_ALLOWED):
+            problems.append(f"{path.name}:{line} imports {mod}")
+    return problems
+
+
+def _strategy_files() -> list[Path]:
+    return [p for p in _py_files(RETRIEVAL_DIR) if not (p.parent == RETRIEVAL_DIR and p.name in RETRIEVAL_SHARED)]
+
+
+def test_the_strategy_checker_flags_a_strategy_that_reaches_into_the_service(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "from backend.retrieval.base import Retriever\nfrom backend.llm.task import LLMTask\n"
+        "def f():\n    from backend.service import Service\n    import backend.ingest.pipeline\n"
+        "from backend.config import Settings\nfrom backend.llm.openai_compat import OpenAIBackend\n"
+    )
+    assert sorted(strategy_import_problems(bad)) == [
+        "bad.py:4 imports backend.service", "bad.py:4 imports backend.service.Service",
+        "bad.py:5 imports backend.ingest.pipeline",
+        "bad.py:6 imports backend.config", "bad.py:6 imports backend.config.Settings",
+        "bad.py:7 imports backend.llm.openai_compat", "bad.py:7 imports backend.llm.openai_compat.OpenAIBackend",
+    ]
+
+
+def test_strategy_packages_import_only_base_scoring_types_llm_protocol_and_read_apis():
+    files = _strategy_files()
+    names = {p.relative_to(RETRIEVAL_DIR).as_posix() for p in files}
+    assert {"fif/retriever.py", "lilac/retriever.py", "mirag/retriever.py", "hikey.py"} <= names, names
+    problems = [f"{p.relative_to(REPO_ROOT)}: {x}" for p in files for x in strategy_import_problems(p)]
+    assert problems == [], "a strategy imports beyond its boundary:\n" + "\n".join(problems)
+
+
+def test_a_strategy_with_more_than_one_file_is_a_package():
+    """Its retriever, tasks and rules live in one folder: no strategy rules left in backend/llm/."""
+    assert not list((BACKEND_DIR / "llm").glob("rules_*.py"))
+    for name in ("fif", "lilac", "mirag"):
+        package = RETRIEVAL_DIR / name
+        assert (package / "__init__.py").is_file() and (package / "retriever.py").is_file() and (package / "tasks.py").is_file()
+
+
+# ---------------------------------------------------------------- tests
+
+TESTS_DIR = REPO_ROOT / "tests"
+
+
+def test_imports_between_test_modules_are_found(tmp_path):
+    sample = tmp_path / "test_x.py"
+    sample.write_text("from test_service_llm import openai_service\nfrom tests.retrieval.test_lilac import FILMS\n"
+                      "from tests.fakes import build_corpus\n")
+    assert _test_module_imports(sample) == ["test_x.py:1 imports test_service_llm", "test_x.py:2 imports tests.retrieval.test_lilac"]
+
+
+def _test_module_imports(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    out = []
+    for node in ast.walk(tree):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+        out += [f"{path.name}:{node.lineno} imports {n}" for n in names if n.split(".")[-1].startswith("test_")]
+    return sorted(out)
+
+
+def test_no_test_module_imports_another():
+    """Shared fakes live in tests/fakes.py (or a helper module), never in a test module."""
+    problems = [p for path in _py_files(TESTS_DIR) for p in _test_module_imports(path)]
+    assert problems == []

@@ -16,8 +16,10 @@ import os
 import re
 import threading
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 from urllib.parse import unquote, urlparse
 
 import numpy as np
@@ -30,6 +32,8 @@ from backend.index.vector import VectorIndex
 from backend.types import Document, Edge, EdgeKind, Layer, Node, NodeKind, Section
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 LAYER_NAMES = ("documents", "sections", "components", "subcomponents")
 
@@ -113,6 +117,8 @@ class Corpus:
         self.layers["entities"] = self._build_entity_layer(merged, dims.get("entities") or dims["subcomponents"])
         self._entities_without_vectors = merged.missing
         self._entity_lock = threading.Lock()
+        self._derived: dict[Callable[[Any], Any], Any] = {}
+        self._derived_lock = threading.RLock()
         # Optional: None when the workspace was built without an image encoder.
         self.image_layer = self._build_image_layer(image_embeddings or {}, image_signature)
         doc_row = {d: i for i, d in enumerate(self.layers["documents"].ids)}
@@ -189,6 +195,19 @@ class Corpus:
                 self.layers["entities"] = LayerIndex(name="entities", ids=layer.ids, dense=VectorIndex(layer.ids, matrix), lexical=layer.lexical)
                 self._entities_without_vectors = []
             return self.layers["entities"]
+
+    def derived(self, build: Callable[[Corpus], T]) -> T:
+        """The value `build(self)`, computed once per loaded corpus and shared by every session.
+
+        For arrays and figures strategies derive from the corpus (late-interaction row maps,
+        template share, link share): the corpus is read-only once loaded, so a value never goes
+        stale. The lock makes concurrent first calls build it once; it is re-entrant, so a
+        builder may ask for another derived value. Keyed by the builder function itself.
+        """
+        with self._derived_lock:
+            if build not in self._derived:
+                self._derived[build] = build(self)
+            return self._derived[build]
 
     def _build_layers(self, nodes, embeddings, dims, use_gpu, index_dir, generation) -> dict[str, LayerIndex]:
         texts = index_texts(nodes, self.sections, self.documents)

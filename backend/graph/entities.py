@@ -12,7 +12,7 @@ different thing in every document. Workspaces ingested before entities existed g
 at load with the rules extractor and cached in the store (`derive_missing_entities`).
 
 The extractor is the LLM backend's task 'mmgraph_extract': rules offline
-(backend/llm/rules_mmgraph.py), or with a model the paper's prompts (appendix D, Figure 7: entity
+(backend/graph/entity_extractor.py), or with a model the paper's prompts (appendix D, Figure 7: entity
 extraction and relationship recognition, asked in one call per chunk) with a JSON schema.
 Relations are kept only when both endpoints are within a normalised edit distance of an
 extracted entity (the paper's equation 13 asks it of one endpoint; an edge needs both).
@@ -35,8 +35,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from pydantic import Field
 
+from backend.graph.entity_extractor import extract as extract_by_rules
 from backend.llm.base import LLMBackend
+from backend.llm.task import LLMTask, TaskAnswer, TaskPayload
 from backend.types import Edge, EdgeKind, Layer, Node, NodeKind
 
 if TYPE_CHECKING:
@@ -82,6 +85,37 @@ EXTRACT_SCHEMA: dict[str, Any] = {
     "properties": {"entities": _STRING_LISTS, "relationships": _STRING_LISTS},
     "required": ["entities", "relationships"],
 }
+
+
+class ExtractUnit(TaskPayload):
+    id: str
+    kind: str
+    text: str
+
+
+class ExtractPayload(TaskPayload):
+    """One chunk: its units (sentences, caption, rows), its label ("Table 2") and the names the
+    document already knows; `text` is the chunk as the prompt shows it."""
+
+    units: list[ExtractUnit]
+    label: str | None
+    known: list[str]
+    text: str
+
+
+class ExtractAnswer(TaskAnswer):
+    entities: list[list[str]] = Field(description="[name, type, description] per entity.")
+    relationships: list[list[str]] = Field(description="[source, relationship, target] per relation.")
+
+
+EXTRACT: LLMTask[ExtractPayload, ExtractAnswer] = LLMTask(
+    name="mmgraph_extract",
+    prompt=lambda p: EXTRACT_PROMPT + p.text,
+    payload=ExtractPayload,
+    answer=ExtractAnswer,
+    rules=lambda p: ExtractAnswer.model_validate(extract_by_rules(p.model_dump())),
+    schema=EXTRACT_SCHEMA,
+)
 
 
 # ---------------------------------------------------------------- names
@@ -281,11 +315,10 @@ def extract_document_entities(doc_id: str, title: str, nodes: list[Node], llm: L
     calls = 0
     for comp, units in _chunks(nodes):
         label = comp.label if comp.kind in (NodeKind.TABLE, NodeKind.FIGURE) or comp.role == "caption" else None
-        payload = {"units": units, "label": label, "known": known}
-        text = _chunk_text(comp, units)
-        answer = llm.complete_json("mmgraph_extract", EXTRACT_PROMPT + text, payload, EXTRACT_SCHEMA)
+        payload = ExtractPayload(units=units, label=label, known=known, text=_chunk_text(comp, units))
+        answer = llm.run(EXTRACT, payload)
         calls += 1
-        entities, rels = _parse_answer(answer)
+        entities, rels = _parse_answer(answer.model_dump())
         chunk_keys: dict[str, str] = {}  # entity name as extracted -> merge key
         for name, etype, desc in entities:
             key = merge_key(name, etype, doc_id)

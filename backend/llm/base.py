@@ -1,17 +1,22 @@
-"""The LLM protocol every backend implements: a task name, a prompt, a JSON payload in, a JSON
-object out, with call/token accounting. Backends: `rules` (offline, deterministic: it reads the
-payload and ignores the prompt text); `openai` (any OpenAI-compatible server) and `hf` (a local
-transformers causal LM) format the prompt and parse the JSON they return, falling back to the
-rules answer for that task when the model's output is not valid JSON of the schema.
+"""The LLM protocol every backend implements, with call/token accounting.
 
-Strategies keep their paper's prompt templates and JSON schemas beside their code and call
-`llm.complete_json(task, prompt, payload, schema)`.
+`run(task, payload)` runs one typed task (backend/llm/task.py) and returns its answer model:
+`rules` (offline, deterministic) calls the task's rules; `openai` (any OpenAI-compatible server)
+and `hf` (a local transformers causal LM) render the task's prompt, ask for JSON and validate it
+with the answer model; GuardedBackend falls back to the task's rules when a model fails.
+`complete_json(name, prompt, payload, schema)` is the raw JSON transport underneath; the reader's
+'answer' prompt still calls it directly.
+
+Strategies keep their paper's prompts and their tasks beside their code.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from backend.llm.task import A, LLMTask, P
 
 
 @dataclass
@@ -43,10 +48,14 @@ class LLMBackend(Protocol):
     name: str
     usage: LLMUsage
 
+    def run(self, task: LLMTask[P, A], payload: P) -> A:
+        """Run one typed task and return its answer model."""
+        ...
+
     def complete_json(
         self, task: str, prompt: str, payload: dict[str, Any], schema: dict[str, Any] | None = None
     ) -> dict[str, Any]:
-        """Run one task (e.g. 'answer', 'decompose') and return its JSON object."""
+        """Send one prompt (task: its name, for accounting) and return the reply's JSON object."""
         ...
 
 
@@ -56,7 +65,7 @@ ANSWER_PROMPT = (
     "or yes/no when the question asks for one.\n\n[Context]\n{context}\n\n[Question]\n{question}"
 )
 
-# The JSON object the 'answer' task returns (what RulesBackend._answer builds and EvidenceReader reads).
+# The JSON object the 'answer' task returns (what answer_by_rules builds and EvidenceReader reads).
 ANSWER_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {

@@ -20,6 +20,7 @@ from typing import Any
 from backend.errors import LLMError, LLMOutputError
 from backend.llm.base import ANSWER_SCHEMA, LLMBackend, LLMUsage
 from backend.llm.rules import RulesBackend
+from backend.llm.task import A, LLMTask, P
 
 log = logging.getLogger(__name__)
 
@@ -153,6 +154,22 @@ class GuardedBackend:
         self.name = model.name
         self.usage: LLMUsage = model.usage
 
+    def run(self, task: LLMTask[P, A], payload: P) -> A:
+        """The model's answer to a typed task, or the task's rules when the budget is spent or the
+        model fails (a reply that does not fit the answer model is a failure)."""
+        if self.usage.calls >= self.max_calls:
+            self.usage.tasks[task.name] = self.usage.tasks.get(task.name, 0) + 1
+            why = f"the budget of {self.max_calls} model calls per question is spent"
+        else:
+            try:
+                return self.model.run(task, payload)
+            except LLMOutputError as exc:
+                why = f"invalid model output ({exc})"
+            except LLMError as exc:
+                why = f"model call failed ({exc})"
+        self._note_fallback(task.name, why)
+        return self.fallback.run(task, payload)
+
     def complete_json(
         self, task: str, prompt: str, payload: dict[str, Any], schema: dict[str, Any] | None = None
     ) -> dict[str, Any]:
@@ -168,12 +185,16 @@ class GuardedBackend:
             why = f"model call failed ({exc})"
         return self._fall_back(task, prompt, payload, schema, why)
 
-    def _fall_back(self, task: str, prompt: str, payload: dict[str, Any], schema: dict[str, Any] | None, why: str) -> dict[str, Any]:
+    def _note_fallback(self, task: str, why: str) -> None:
+        """Count a fallback and say why once (usage.notes end up in Trace.notes)."""
         log.warning("LLM task '%s' answered by rules: %s", task, why)
         self.usage.fallbacks += 1
         note = f"{task}: {why}; answered by the rules backend."
         if note not in self.usage.notes:
             self.usage.notes.append(note)
+
+    def _fall_back(self, task: str, prompt: str, payload: dict[str, Any], schema: dict[str, Any] | None, why: str) -> dict[str, Any]:
+        self._note_fallback(task, why)
         try:
             return self.fallback.complete_json(task, prompt, payload, schema)
         except ValueError as exc:

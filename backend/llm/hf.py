@@ -25,6 +25,7 @@ from backend.config import LLMSettings
 from backend.errors import ConfigError, LLMError
 from backend.llm.base import LLMUsage
 from backend.llm.guard import parse_json_reply, system_message
+from backend.llm.task import A, LLMTask, P, run_on_model
 
 log = logging.getLogger(__name__)
 
@@ -140,6 +141,9 @@ class HFBackend:
         if self._lm is None:
             self._lm = load_local_lm(str(Path(self.settings.hf_model).expanduser()), resolve_device(self.settings.device))
         return self._lm
+
+    def run(self, task: LLMTask[P, A], payload: P) -> A:
+        return run_on_model(self, task, payload)
 
     def complete_json(
         self, task: str, prompt: str, payload: dict[str, Any], schema: dict[str, Any] | None = None

@@ -26,6 +26,7 @@ from backend.config import LLMSettings
 from backend.errors import LLMError, LLMOutputError
 from backend.llm.base import LLMUsage
 from backend.llm.guard import estimate_tokens, parse_json_reply, snippet, system_message
+from backend.llm.task import A, LLMTask, P, run_on_model
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +59,9 @@ class OpenAIBackend:
 
     def __repr__(self) -> str:
         return f"OpenAIBackend(url={self.url!r}, model={self.settings.model!r})"
+
+    def run(self, task: LLMTask[P, A], payload: P) -> A:
+        return run_on_model(self, task, payload)
 
     def complete_json(
         self, task: str, prompt: str, payload: dict[str, Any], schema: dict[str, Any] | None = None

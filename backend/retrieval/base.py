@@ -1,13 +1,14 @@
-"""The one Retriever interface, the registry the UI menu and the contract tests are driven by,
-and helpers shared by strategies (query encoding, min-max fusion)."""
+"""The one Retriever interface and the registry the UI menu and the contract tests are driven by.
+Score arithmetic shared by strategies lives in backend/retrieval/scoring.py."""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
 
 from backend.config import Settings
 from backend.errors import UnknownMethodError
@@ -19,7 +20,7 @@ from backend.types import ScoredNode, Trace
 
 @dataclass(frozen=True, slots=True)
 class ParamSpec:
-    """A tunable parameter a strategy exposes to the UI and CLI."""
+    """A tunable parameter a strategy exposes to the UI and CLI (a view of its params model)."""
 
     name: str
     default: float | int
@@ -28,12 +29,82 @@ class ParamSpec:
     description: str
 
 
+def param(
+    default: float | int, minimum: float | int, maximum: float | int, description: str,
+    *, setting: str | None = None, ui: bool = True,
+) -> Any:
+    """A field of a strategy's params model. `setting`: the dotted Settings path its default comes
+    from ("retrieval.hikey_docs"), resolved by StrategyParams.defaults; `default` is then the
+    value under default Settings. minimum/maximum are the UI slider's range: values outside it are
+    accepted, as from the CLI. ui=False keeps a parameter off the sliders (still settable by name)."""
+    extra = {"minimum": minimum, "maximum": maximum, "setting": setting, "ui": ui}
+    return Field(default, description=description, json_schema_extra=extra)
+
+
+class StrategyParams(BaseModel):
+    """The parameters of one strategy, one typed model per strategy; the UI sliders, the CLI and
+    the trace read it. Defaults that are settings are read from Settings here and nowhere else."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @classmethod
+    def _extra(cls, name: str) -> dict[str, Any]:
+        return cls.model_fields[name].json_schema_extra  # type: ignore[return-value]
+
+    @classmethod
+    def defaults(cls, settings: Settings | None) -> dict[str, Any]:
+        """Every field's default: its Settings value where it has one (settings None: the model's)."""
+        out: dict[str, Any] = {}
+        for name, info in cls.model_fields.items():
+            value = info.default
+            path = cls._extra(name)["setting"]
+            if settings is not None and path:
+                value = settings
+                for part in path.split("."):
+                    value = getattr(value, part)
+            out[name] = value
+        return out
+
+    @classmethod
+    def resolve(cls, settings: Settings | None, params: dict[str, Any]) -> Self:
+        """The defaults overridden by `params`, each converted to its field's type (a slider's
+        8.0 is the int 8); names the model does not have are ignored, as a UI may send them."""
+        values = cls.defaults(settings)
+        for name, value in params.items():
+            if name in values:
+                values[name] = type(values[name])(value)
+        return cls.model_validate(values)
+
+    @classmethod
+    def specs(cls, settings: Settings | None = None) -> tuple[ParamSpec, ...]:
+        """The UI's sliders: the fields with ui=True, defaults from `settings`."""
+        defaults = cls.defaults(settings)
+        return tuple(
+            ParamSpec(name, defaults[name], cls._extra(name)["minimum"], cls._extra(name)["maximum"], info.description or "")
+            for name, info in cls.model_fields.items() if cls._extra(name)["ui"]
+        )
+
+
+class NoParams(StrategyParams):
+    """A strategy without parameters."""
+
+
 class Retriever(ABC):
     """retrieve(query, top_k, params, trace) -> ranked ScoredNodes (unique ids, scores descending)."""
 
     name: ClassVar[str]
     description: ClassVar[str]
-    params: ClassVar[tuple[ParamSpec, ...]] = ()
+    Params: ClassVar[type[StrategyParams]] = NoParams
+    params: ClassVar[tuple[ParamSpec, ...]] = ()  # the sliders under default Settings, derived from Params
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.params = cls.Params.specs(None)
+
+    @classmethod
+    def param_specs(cls, settings: Settings) -> tuple[ParamSpec, ...]:
+        """The UI's sliders with their defaults under `settings`."""
+        return cls.Params.specs(settings)
 
     def __init__(
         self,
@@ -62,10 +133,9 @@ class Retriever(ABC):
     @abstractmethod
     def retrieve(self, query: str, top_k: int, params: dict[str, Any], trace: Trace) -> list[ScoredNode]: ...
 
-    def param(self, params: dict[str, Any], name: str) -> Any:
-        spec = next(p for p in self.params if p.name == name)
-        value = params.get(name, spec.default)
-        return type(spec.default)(value)
+    def resolve_params(self, params: dict[str, Any]) -> Any:
+        """This call's parameters as the strategy's params model (defaults from this Settings)."""
+        return self.Params.resolve(self.settings, params)
 
     def embed(self, text: str) -> np.ndarray:
         return self.encoder.encode([text])[0]
@@ -101,26 +171,3 @@ def _load_all() -> None:
 
     for module in ("bm25", "dense", "hybrid", "hikey", "lilac", "fif", "mirag", "mmgraph", "strata"):
         importlib.import_module(f"backend.retrieval.{module}")
-
-
-def minmax(x: np.ndarray) -> np.ndarray:
-    if x.size == 0:
-        return x
-    lo, hi = float(x.min()), float(x.max())
-    if hi - lo < 1e-12:
-        return np.zeros_like(x) if hi <= 0 else np.ones_like(x)
-    return (x - lo) / (hi - lo)
-
-
-def hybrid_scores(layer, query: str, qvec: np.ndarray, alpha: float) -> np.ndarray:
-    """alpha * min-max(BM25) + (1 - alpha) * min-max(cosine) over every row of a layer: (n,)."""
-    return alpha * minmax(layer.lexical.scores(query)) + (1 - alpha) * minmax(layer.dense.scores(qvec))
-
-
-def top_scored(ids: list[str], scores: np.ndarray, k: int, why: str) -> list[ScoredNode]:
-    if k <= 0 or not len(ids):
-        return []
-    k = min(k, len(ids))
-    top = np.argpartition(-scores, k - 1)[:k]
-    top = top[np.lexsort((top, -scores[top]))]
-    return [ScoredNode(node_id=ids[i], score=round(float(scores[i]), 6), why=why) for i in top]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from backend.retrieval.base import Retriever, register, top_scored
+from backend.retrieval.base import Retriever, register
+from backend.retrieval.scoring import top_scored
 from backend.types import RankStep, ScoredNode, Trace
 
 

@@ -18,44 +18,58 @@ relevant unit of a strong section.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from backend.index.image import blend_visual, note_figures_as_text, visual_component_scores
-from backend.retrieval.base import ParamSpec, Retriever, hybrid_scores, minmax, register
+from backend.retrieval.base import Retriever, StrategyParams, param, register
+from backend.retrieval.scoring import fuse_minmax, hybrid_scores, minmax, order_rows
 from backend.types import DocScore, RankSectionsStep, RouteDocsStep, ScoredNode, SectionScore, Trace
 
 TRACE_SECTIONS = 30
+
+
+class HiKEYParams(StrategyParams):
+    docs: int = param(8, 1, 100, "Stage 1: documents routed to Stage 2.", setting="retrieval.hikey_docs")
+    alpha: float = param(0.5, 0.0, 1.0, "BM25 weight in the hybrid scores.", setting="retrieval.hybrid_alpha")
+    lam: float = param(0.3, 0.0, 1.0, "Weight of the document score in the final section score.", setting="retrieval.hikey_lambda")
+    card_weight: float = param(
+        0.5, 0.0, 1.0, "Stage 1: weight of the Doc_card against the best unit inside the document.",
+        setting="retrieval.hikey_card_weight",
+    )
+    unit_order: int = param(
+        1, 0, 1,
+        "1: rank the units of the routed documents by lambda*S_doc + (1-lambda)*s(c); "
+        "0: the anchors of the ranked sections first, then their other units.",
+    )
+    gamma: float = param(
+        0.3, 0.0, 1.0, "Weight of the visual score of figures (used only with an image index).",
+        setting="retrieval.hikey_gamma", ui=False,
+    )
+
+
+class RankedSection(NamedTuple):
+    final: float  # lambda * S_doc + (1 - lambda) * S_sec
+    section_id: str
+    doc_id: str
+    section_score: float  # MaxSim: the best unit score
+    units: list[tuple[str, float]]  # (component, unit score), best first
 
 
 @register
 class HiKEYRetriever(Retriever):
     name = "hikey"
     description = "HiKEY: route documents by Doc_card, then rank sections by MaxSim over their units."
-    params = (
-        ParamSpec("docs", 8, 1, 100, "Stage 1: documents routed to Stage 2."),
-        ParamSpec("alpha", 0.5, 0.0, 1.0, "BM25 weight in the hybrid scores."),
-        ParamSpec("lam", 0.3, 0.0, 1.0, "Weight of the document score in the final section score."),
-        ParamSpec("card_weight", 0.5, 0.0, 1.0, "Stage 1: weight of the Doc_card against the best unit inside the document."),
-        ParamSpec(
-            "unit_order", 1, 0, 1,
-            "1: rank the units of the routed documents by lambda*S_doc + (1-lambda)*s(c); "
-            "0: the anchors of the ranked sections first, then their other units.",
-        ),
-    )
+    Params = HiKEYParams
 
     def retrieve(self, query: str, top_k: int, params: dict[str, Any], trace: Trace) -> list[ScoredNode]:
-        rs = self.settings.retrieval
-        n_docs = int(params.get("docs", rs.hikey_docs))
-        alpha = float(params.get("alpha", rs.hybrid_alpha))
-        lam = float(params.get("lam", rs.hikey_lambda))
-        beta = float(params.get("card_weight", rs.hikey_card_weight))
+        p = self.resolve_params(params)
         qvec = self.embed(query)
         corpus = self.corpus
         visual = visual_component_scores(corpus, self.image_encoder, query)  # {} without an image index
-        gamma = rs.hikey_gamma if visual else 0.0
-        trace.params.update({"docs": n_docs, "alpha": alpha, "lam": lam, "card_weight": beta, "gamma": gamma})
+        gamma = p.gamma if visual else 0.0
+        trace.params.update({"docs": p.docs, "alpha": p.alpha, "lam": p.lam, "card_weight": p.card_weight, "gamma": gamma})
         docs = corpus.layers["documents"]
         comps = corpus.layers["components"]
         if not docs.ids or not comps.ids:
@@ -63,26 +77,41 @@ class HiKEYRetriever(Retriever):
 
         # Type-specific unit scores (text: hybrid of the text; table/figure: hybrid of caption/upper
         # context + content, whose visual term gamma * s_vis needs an image encoder).  (n_components,)
-        unit_score = hybrid_scores(comps, query, qvec, alpha)
+        unit_score = hybrid_scores(comps, query, qvec, p.alpha)
         if visual:
             unit_score = blend_visual(unit_score, comps, visual, gamma)
+        kept, doc_score = self._route_docs(query, qvec, unit_score, p, trace)
+        ranked_sections = self._rank_sections(kept, doc_score, unit_score, p.lam, trace)
+        trace.params["unit_order"] = p.unit_order
+        if trace.params["unit_order"]:
+            results = self._units_in_routed_documents(ranked_sections, doc_score, p.lam, top_k)
+        else:
+            results = self._anchors_first(ranked_sections, doc_score, p.lam, top_k)
+        note_figures_as_text(trace, corpus, [h.node_id for h in results], self.image_encoder)
+        return results
 
-        # Stage 1: document routing. Doc_card hybrid score, backed by the best unit inside the
-        # document so that documents with near-identical cards (report templates) still separate.
+    def _route_docs(
+        self, query: str, qvec: np.ndarray, unit_score: np.ndarray, p: HiKEYParams, trace: Trace
+    ) -> tuple[list[str], dict[str, float]]:
+        """Stage 1: document routing. Doc_card hybrid score, backed by the best unit inside the
+        document so that documents with near-identical cards (report templates) still separate.
+        Returns the routed documents and every document's score."""
+        corpus = self.corpus
+        docs = corpus.layers["documents"]
         bm = docs.lexical.scores(query)
         de = docs.dense.scores(qvec)
-        card = alpha * minmax(bm) + (1 - alpha) * minmax(de)
+        card = fuse_minmax(bm, de, p.alpha)
         best_unit = np.zeros(len(docs.ids), dtype=np.float32)
         valid = corpus.component_doc_rows >= 0
         np.maximum.at(best_unit, corpus.component_doc_rows[valid], unit_score[valid])
         evidence = minmax(best_unit)
-        s_doc = beta * card + (1 - beta) * evidence
-        order = np.lexsort((np.arange(len(s_doc)), -s_doc))
-        kept = [docs.ids[i] for i in order[:n_docs]]
+        s_doc = p.card_weight * card + (1 - p.card_weight) * evidence
+        order = order_rows(s_doc, np.arange(len(s_doc)))
+        kept = [docs.ids[i] for i in order[: p.docs]]
         doc_score = {docs.ids[i]: float(s_doc[i]) for i in order}
         trace.add(
             RouteDocsStep(
-                alpha=alpha,
+                alpha=p.alpha,
                 kept=len(kept),
                 docs=[
                     DocScore(
@@ -90,15 +119,20 @@ class HiKEYRetriever(Retriever):
                         bm25=round(float(bm[i]), 4), dense=round(float(de[i]), 4), evidence=round(float(evidence[i]), 4),
                         score=round(float(s_doc[i]), 4),
                     )
-                    for i in order[: max(n_docs, 10)]
+                    for i in order[: max(p.docs, 10)]
                 ],
             )
         )
+        return kept, doc_score
 
-        # Stage 2: MaxSim per section inside the routed documents.
-        kept_set = set(kept)
+    def _rank_sections(
+        self, kept: list[str], doc_score: dict[str, float], unit_score: np.ndarray, lam: float, trace: Trace
+    ) -> list[RankedSection]:
+        """Stage 2: MaxSim per section inside the routed documents, best final score first."""
+        corpus = self.corpus
+        comps = corpus.layers["components"]
         units_by_section: dict[str, list[tuple[str, float]]] = defaultdict(list)
-        for d in kept_set:
+        for d in set(kept):
             for c in corpus.components_by_doc.get(d, []):
                 row = comps.dense.row.get(c)
                 if row is not None:
@@ -110,7 +144,7 @@ class HiKEYRetriever(Retriever):
             s_sec = units[0][1]
             doc_id = corpus.nodes[units[0][0]].doc
             final = lam * doc_score[doc_id] + (1 - lam) * s_sec
-            ranked_sections.append((final, sec_id, doc_id, s_sec, units))
+            ranked_sections.append(RankedSection(final, sec_id, doc_id, s_sec, units))
         ranked_sections.sort(key=lambda r: (-r[0], r[1]))
         trace.add(
             RankSectionsStep(
@@ -125,15 +159,24 @@ class HiKEYRetriever(Retriever):
                 ],
             )
         )
-        trace.params["unit_order"] = int(params.get("unit_order", 1))
-        if trace.params["unit_order"]:
-            units_ranked = sorted(
-                ((lam * doc_score[doc_id] + (1 - lam) * s, node_id) for _f, _sec, doc_id, _s, units in ranked_sections for node_id, s in units),
-                key=lambda r: (-r[0], r[1]),
-            )
-            hits = [ScoredNode(node_id=n, score=round(sc, 6), why="unit in routed document") for sc, n in units_ranked[:top_k]]
-            note_figures_as_text(trace, corpus, [h.node_id for h in hits], self.image_encoder)
-            return hits
+        return ranked_sections
+
+    @staticmethod
+    def _units_in_routed_documents(
+        ranked_sections: list[RankedSection], doc_score: dict[str, float], lam: float, top_k: int
+    ) -> list[ScoredNode]:
+        """unit_order=1: every unit of the routed documents by lambda * S_doc + (1 - lambda) * s(c)."""
+        units_ranked = sorted(
+            ((lam * doc_score[doc_id] + (1 - lam) * s, node_id) for _f, _sec, doc_id, _s, units in ranked_sections for node_id, s in units),
+            key=lambda r: (-r[0], r[1]),
+        )
+        return [ScoredNode(node_id=n, score=round(sc, 6), why="unit in routed document") for sc, n in units_ranked[:top_k]]
+
+    @staticmethod
+    def _anchors_first(
+        ranked_sections: list[RankedSection], doc_score: dict[str, float], lam: float, top_k: int
+    ) -> list[ScoredNode]:
+        """unit_order=0: the anchor (MaxSim unit) of each ranked section, then the other units."""
         results: list[ScoredNode] = []
         for final, _sec, _doc, _s, units in ranked_sections:
             if len(results) >= top_k:
@@ -149,5 +192,4 @@ class HiKEYRetriever(Retriever):
             for s, node_id in rest[: top_k - len(results)]:
                 # Keep scores non-increasing: members rank below every anchor.
                 results.append(ScoredNode(node_id=node_id, score=round(min(s, floor), 6), why="section member"))
-        note_figures_as_text(trace, corpus, [h.node_id for h in results], self.image_encoder)
         return results

@@ -4,18 +4,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from backend.retrieval.base import ParamSpec, Retriever, hybrid_scores, register, top_scored
+from backend.retrieval.base import Retriever, StrategyParams, param, register
+from backend.retrieval.scoring import hybrid_scores, top_scored
 from backend.types import RankStep, ScoredNode, Trace
+
+
+class HybridParams(StrategyParams):
+    alpha: float = param(0.5, 0.0, 1.0, "Weight of BM25 against dense.", setting="retrieval.hybrid_alpha")
 
 
 @register
 class HybridRetriever(Retriever):
     name = "hybrid"
     description = "Min-max fused BM25 + dense over paragraphs, tables and figures."
-    params = (ParamSpec("alpha", 0.5, 0.0, 1.0, "Weight of BM25 against dense."),)
+    Params = HybridParams
 
     def retrieve(self, query: str, top_k: int, params: dict[str, Any], trace: Trace) -> list[ScoredNode]:
-        alpha = float(params.get("alpha", self.settings.retrieval.hybrid_alpha))
+        alpha = self.resolve_params(params).alpha
         layer = self.corpus.layers["components"]
         scores = hybrid_scores(layer, query, self.embed(query), alpha)
         results = top_scored(layer.ids, scores, top_k, f"hybrid alpha={alpha:g}")

@@ -31,7 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from backend.retrieval.base import ParamSpec, Retriever, hybrid_scores, register, top_scored
+from backend.retrieval.base import Retriever, StrategyParams, param, register
+from backend.retrieval.scoring import hybrid_scores, top_scored
 from backend.types import EdgeKind, EntityEdge, EntityHit, EntityStep, ScoredNode, Trace
 
 DECAY = 0.8  # score a neighbour reached over a broad edge inherits from its anchor
@@ -41,29 +42,28 @@ TRACE_EDGES = 40
 TRACE_COMPONENTS = 30
 
 
+class MMGraphParams(StrategyParams):
+    top_entities: int = param(10, 1, 100, "K: entity nodes matched to the query (the paper's QA peaks near 10).")
+    broad: int = param(
+        1, 0, 1,
+        "1: follow every relation edge of the matched entities one hop (E_K^broad, reaches new entities); "
+        "0: only the edges among the matched entities (E_K^narrow).",
+    )
+    alpha: float = param(0.5, 0.0, 1.0, "BM25 weight in the hybrid scores of entities and components.")
+    entity_weight: float = param(
+        0.3, 0.0, 1.0, "Weight of the entity evidence against the component's own similarity (0.3: best R@5 on dev-hotpot-pdf).",
+    )
+
+
 @register
 class MMGraphRetriever(Retriever):
     name = "mmgraph"
     description = "MMGraphRAG: top-K entities for the query, their relation edges (broad or narrow), the components they come from."
-    params = (
-        ParamSpec("top_entities", 10, 1, 100, "K: entity nodes matched to the query (the paper's QA peaks near 10)."),
-        ParamSpec(
-            "broad", 1, 0, 1,
-            "1: follow every relation edge of the matched entities one hop (E_K^broad, reaches new entities); "
-            "0: only the edges among the matched entities (E_K^narrow).",
-        ),
-        ParamSpec("alpha", 0.5, 0.0, 1.0, "BM25 weight in the hybrid scores of entities and components."),
-        ParamSpec(
-            "entity_weight", 0.3, 0.0, 1.0,
-            "Weight of the entity evidence against the component's own similarity (0.3: best R@5 on dev-hotpot-pdf).",
-        ),
-    )
+    Params = MMGraphParams
 
     def retrieve(self, query: str, top_k: int, params: dict[str, Any], trace: Trace) -> list[ScoredNode]:
-        k = self.param(params, "top_entities")
-        broad = bool(self.param(params, "broad"))
-        alpha = self.param(params, "alpha")
-        weight = self.param(params, "entity_weight")
+        p = self.resolve_params(params)
+        k, broad, alpha, weight = p.top_entities, bool(p.broad), p.alpha, p.entity_weight
         mode = "broad" if broad else "narrow"
         trace.params.update({"top_entities": k, "broad": int(broad), "alpha": alpha, "entity_weight": weight})
         corpus = self.corpus

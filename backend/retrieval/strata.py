@@ -28,7 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from backend.retrieval.base import ParamSpec, Retriever, register
+from backend.retrieval.base import Retriever, StrategyParams, param, register
+from backend.retrieval.scoring import reciprocal_rank_fusion, top_rows
 from backend.retrieval.hikey import HiKEYRetriever
 from backend.retrieval.hybrid import HybridRetriever
 from backend.retrieval.mmgraph import MMGraphRetriever
@@ -41,6 +42,7 @@ from backend.types import (
     RankStep,
     ScoredEdge,
     ScoredNode,
+    SubQuery,
     SubqueryMatch,
     Trace,
 )
@@ -53,9 +55,10 @@ TEMPLATE_COSINE = 0.95
 def template_share(corpus) -> float:
     """Fraction of (up to 400 sampled) components whose nearest neighbour in another document
     is a near copy. Computed once per loaded corpus (it is read-only)."""
-    cached = getattr(corpus, "_template_share", None)
-    if cached is not None:
-        return cached
+    return corpus.derived(_measure_template_share)
+
+
+def _measure_template_share(corpus) -> float:
     comps = corpus.layers["components"]
     share = 0.0
     if len(corpus.documents) > 1 and len(comps.ids) > 1:
@@ -66,7 +69,6 @@ def template_share(corpus) -> float:
         sims = matrix[idx] @ matrix.T
         sims[docs[idx][:, None] == docs[None, :]] = -1.0
         share = float((sims.max(axis=1) >= TEMPLATE_COSINE).mean())
-    corpus._template_share = share
     return share
 
 
@@ -77,13 +79,12 @@ def mean_pages(corpus) -> float:
 
 def link_share(corpus) -> float:
     """Fraction of documents joined to another document of the corpus by a link (either end)."""
-    cached = getattr(corpus, "_link_share", None)
-    if cached is not None:
-        return cached
+    return corpus.derived(_measure_link_share)
+
+
+def _measure_link_share(corpus) -> float:
     linked = {n for e in corpus.edges if e.kind == EdgeKind.DOC_LINK for n in (e.src, e.dst)}
-    share = len(linked & set(corpus.documents)) / max(1, len(corpus.documents))
-    corpus._link_share = share
-    return share
+    return len(linked & set(corpus.documents)) / max(1, len(corpus.documents))
 
 
 def spread_over_documents(corpus, ranked: list[ScoredNode], per_doc: int) -> list[ScoredNode]:
@@ -101,83 +102,96 @@ def spread_over_documents(corpus, ranked: list[ScoredNode], per_doc: int) -> lis
     return out
 
 
+class StrataParams(StrategyParams):
+    template_share: float = param(0.3, 0.0, 1.0, "Template share at and above which the corpus is treated as boilerplate filings.")
+    per_doc_first: int = param(1, 1, 10, "Template corpora: units per document before any document gets more.")
+    short_doc_pages: float = param(3.0, 0.0, 1000.0, "Mean pages per document at and below which the flat ranking is MMGraphRAG's.")
+    link_share: float = param(0.25, 0.0, 1.0, "Share of linked documents at and above which a link alone earns a partner its place.")
+    partners: int = param(2, 0, 5, "Linked components placed after each anchor (0: no graph walk).")
+    partner_depth: int = param(10, 0, 50, "How many leading results get a partner.")
+    per_doc: int = param(3, 1, 50, "Components of a linked document considered as partners.")
+    alpha: float = param(
+        0.5, 0.0, 1.0, "BM25 weight of the partners' late interaction (other corpora; template corpora use 0).",
+        setting="retrieval.hybrid_alpha", ui=False,
+    )
+
+
 @register
 class StrataRetriever(Retriever):
     name = "strata"
     description = "Strata: dense + spread on template corpora, HiKEY elsewhere, LILaC partners across document links."
-    params = (
-        ParamSpec("template_share", 0.3, 0.0, 1.0, "Template share at and above which the corpus is treated as boilerplate filings."),
-        ParamSpec("per_doc_first", 1, 1, 10, "Template corpora: units per document before any document gets more."),
-        ParamSpec("short_doc_pages", 3.0, 0.0, 1000.0, "Mean pages per document at and below which the flat ranking is MMGraphRAG's."),
-        ParamSpec("link_share", 0.25, 0.0, 1.0, "Share of linked documents at and above which a link alone earns a partner its place."),
-        ParamSpec("partners", 2, 0, 5, "Linked components placed after each anchor (0: no graph walk)."),
-        ParamSpec("partner_depth", 10, 0, 50, "How many leading results get a partner."),
-        ParamSpec("per_doc", 3, 1, 50, "Components of a linked document considered as partners."),
-    )
+    Params = StrataParams
 
     def retrieve(self, query: str, top_k: int, params: dict[str, Any], trace: Trace) -> list[ScoredNode]:
-        n_partners = self.param(params, "partners")
-        depth = self.param(params, "partner_depth")
-        per_doc = self.param(params, "per_doc")
+        p = self.resolve_params(params)
         corpus = self.corpus
         comps = corpus.layers["components"]
         if not comps.ids or top_k <= 0:
             return []
         share = template_share(corpus)
-        template = share >= self.param(params, "template_share")
+        template = share >= p.template_share
         links = link_share(corpus)
-        linked_corpus = links >= self.param(params, "link_share")
+        linked_corpus = links >= p.link_share
         trace.params.update({"template_share": round(share, 4), "mode": "template" if template else "hikey",
                              "link_share": round(links, 4),
-                             "partners": n_partners, "partner_depth": depth, "per_doc": per_doc})
-        k = max(top_k, depth)
+                             "partners": p.partners, "partner_depth": p.partner_depth, "per_doc": p.per_doc})
+        k = max(top_k, p.partner_depth)
         if template:
-            qvec = self.embed(query)
-            dense = comps.dense.scores(qvec)
-            n = min(len(dense), max(k * 4, 60))
-            top = np.argpartition(-dense, n - 1)[:n]
-            top = top[np.lexsort((top, -dense[top]))]
-            ranked = [ScoredNode(node_id=comps.ids[i], score=round(float(dense[i]), 6), why="dense") for i in top]
-            trace.add(RankStep(label="template corpus: dense over the components", index="dense", candidates=ranked[:30]))
-            base = spread_over_documents(corpus, ranked, self.param(params, "per_doc_first"))[:k]
+            base = self._template_ranking(query, k, p, trace)
             alpha = 0.0
         else:
-            # HiKEY's routed ranking fused by reciprocal rank (k=10) with a flat one: the hybrid
-            # ranking for long documents (routing wins on long reports, the flat ranking keeps the
-            # documents routing would drop); MMGraphRAG's entity-backed ranking, weighted 2, for
-            # unlinked corpora of short documents, where table row labels and names carry the
-            # question (dev-tatqa-pdf R@5 0.891 against 0.863 with hybrid).
-            kw = {"sub_encoder": self.sub_encoder, "llm": self.llm}
-            short = mean_pages(corpus) <= self.param(params, "short_doc_pages")
-            # In a linked corpus the link partners already make the hops between named pages that
-            # the entity graph would make (hotpot R@5 0.873 with hybrid, 0.868 with mmgraph).
-            entity_flat = short and not linked_corpus
-            flat_cls, flat_weight = (MMGraphRetriever, 2.0) if entity_flat else (HybridRetriever, 1.0)
-            routed = HiKEYRetriever(corpus, self.encoder, self.settings, **kw).retrieve(query, 3 * k, {}, trace)
-            flat_trace = Trace(method=flat_cls.name)
-            flat = flat_cls(corpus, self.encoder, self.settings, **kw).retrieve(query, 3 * k, {}, flat_trace)
-            trace.steps.extend(flat_trace.steps)
-            trace.notes.extend(n for n in flat_trace.notes if n not in trace.notes)
-            fused: dict[str, float] = {}
-            for ranking, weight in ((routed, 1.0), (flat, flat_weight)):
-                for r, hit in enumerate(ranking):
-                    fused[hit.node_id] = fused.get(hit.node_id, 0.0) + weight / (RRF_K + r + 1)
-            order = sorted(fused, key=lambda n: (-fused[n], n))[:k]
-            base = [ScoredNode(node_id=n, score=round(fused[n], 6), why=f"HiKEY + {flat_cls.name} (reciprocal rank)") for n in order]
-            trace.params["flat"] = flat_cls.name
-            trace.add(FuseStep(label=f"HiKEY routed ranking + flat {flat_cls.name} ranking",
-                               inputs={"hikey": routed[:10], flat_cls.name: flat[:10]},
-                               weights={"hikey": 1.0, flat_cls.name: flat_weight, "rrf_k": float(RRF_K)}))
-            alpha = float(self.settings.retrieval.hybrid_alpha)
-        if n_partners <= 0 or depth <= 0:
+            base = self._routed_and_flat(query, k, p, linked_corpus, trace)
+            alpha = p.alpha
+        if p.partners <= 0 or p.partner_depth <= 0:
             return base[:top_k]
-
         # 3. LILaC partners across document links.
         subqueries, reason = decompose(self.llm, query)
         trace.add(DecomposeStep(subqueries=subqueries, backend=self.llm.name, reason=reason))
+        return self._with_partners(base, subqueries, alpha, top_k, p, linked_corpus, trace)
+
+    def _template_ranking(self, query: str, k: int, p: StrataParams, trace: Trace) -> list[ScoredNode]:
+        """Template corpora: dense over the components, the leading results spread over documents."""
+        comps = self.corpus.layers["components"]
+        dense = comps.dense.scores(self.embed(query))
+        top = top_rows(dense, max(k * 4, 60))
+        ranked = [ScoredNode(node_id=comps.ids[i], score=round(float(dense[i]), 6), why="dense") for i in top]
+        trace.add(RankStep(label="template corpus: dense over the components", index="dense", candidates=ranked[:30]))
+        return spread_over_documents(self.corpus, ranked, p.per_doc_first)[:k]
+
+    def _routed_and_flat(self, query: str, k: int, p: StrataParams, linked_corpus: bool, trace: Trace) -> list[ScoredNode]:
+        """HiKEY's routed ranking fused by reciprocal rank (k=10) with a flat one: the hybrid
+        ranking for long documents (routing wins on long reports, the flat ranking keeps the
+        documents routing would drop); MMGraphRAG's entity-backed ranking, weighted 2, for
+        unlinked corpora of short documents, where table row labels and names carry the
+        question (dev-tatqa-pdf R@5 0.891 against 0.863 with hybrid)."""
+        corpus = self.corpus
+        kw = {"sub_encoder": self.sub_encoder, "llm": self.llm}
+        short = mean_pages(corpus) <= p.short_doc_pages
+        # In a linked corpus the link partners already make the hops between named pages that
+        # the entity graph would make (hotpot R@5 0.873 with hybrid, 0.868 with mmgraph).
+        entity_flat = short and not linked_corpus
+        flat_cls, flat_weight = (MMGraphRetriever, 2.0) if entity_flat else (HybridRetriever, 1.0)
+        routed = HiKEYRetriever(corpus, self.encoder, self.settings, **kw).retrieve(query, 3 * k, {}, trace)
+        flat_trace = Trace(method=flat_cls.name)
+        flat = flat_cls(corpus, self.encoder, self.settings, **kw).retrieve(query, 3 * k, {}, flat_trace)
+        trace.steps.extend(flat_trace.steps)
+        trace.notes.extend(n for n in flat_trace.notes if n not in trace.notes)
+        fused = reciprocal_rank_fusion((([h.node_id for h in routed], 1.0), ([h.node_id for h in flat], flat_weight)), RRF_K)
+        order = sorted(fused, key=lambda n: (-fused[n], n))[:k]
+        base = [ScoredNode(node_id=n, score=round(fused[n], 6), why=f"HiKEY + {flat_cls.name} (reciprocal rank)") for n in order]
+        trace.params["flat"] = flat_cls.name
+        trace.add(FuseStep(label=f"HiKEY routed ranking + flat {flat_cls.name} ranking",
+                           inputs={"hikey": routed[:10], flat_cls.name: flat[:10]},
+                           weights={"hikey": 1.0, flat_cls.name: flat_weight, "rrf_k": float(RRF_K)}))
+        return base
+
+    def _with_partners(
+        self, base: list[ScoredNode], subqueries: list[SubQuery], alpha: float, top_k: int, p: StrataParams,
+        linked_corpus: bool, trace: Trace,
+    ) -> list[ScoredNode]:
+        """The base ranking with the best linked components placed right after their anchors."""
         li = LateInteraction(self, subqueries, alpha, 0.0, 0.5)
-        ga = li.arrays
-        best = li.best
+        ga, best = li.arrays, li.best
         out: list[ScoredNode] = []
         seen: set[str] = set()
         edges: list[ScoredEdge] = []
@@ -190,11 +204,11 @@ class StrataRetriever(Retriever):
                 continue
             seen.add(hit.node_id)
             out.append(hit)
-            if rank >= depth:
+            if rank >= p.partner_depth:
                 continue
             a = ga.comp_row[hit.node_id]
             frontier.append(hit.node_id)
-            cands = [u for u, kind in component_neighbours(corpus, hit.node_id, li, per_doc)
+            cands = [u for u, kind in component_neighbours(self.corpus, hit.node_id, li, p.per_doc)
                      if kind == "doc_link" and ga.comp_ids[u] not in seen]
             if not cands:
                 continue
@@ -204,7 +218,7 @@ class StrataRetriever(Retriever):
             order = np.lexsort((cand, -edge_scores))
             placed = 0
             for j in order:
-                if placed >= n_partners or len(out) >= top_k:
+                if placed >= p.partners or len(out) >= top_k:
                     break
                 u = int(cand[j])
                 edge = ScoredEdge(src=hit.node_id, dst=ga.comp_ids[u], edge_kind="doc_link", score=round(float(edge_scores[j]), 4),
@@ -223,5 +237,5 @@ class StrataRetriever(Retriever):
         trace.add(BeamStep(iteration=1, frontier=frontier, edges=edges, kept=partners_found,
                            pruned=[e.dst for e in edges if e.dst not in set(partners_found)]))
         trace.add(FuseStep(label="base ranking + link partners", inputs={"ranked": out[:30]},
-                           weights={"partners": float(n_partners)}, reason=f"{len(partners_found)} partner(s) placed"))
+                           weights={"partners": float(p.partners)}, reason=f"{len(partners_found)} partner(s) placed"))
         return out

@@ -13,6 +13,8 @@ import pytest
 
 from backend.graph.corpus import Corpus
 from backend.graph.entities import (
+    EXTRACT,
+    ExtractPayload,
     EXTRACT_SCHEMA,
     MAX_EDIT_DISTANCE,
     RULES_EXTRACTOR,
@@ -24,15 +26,16 @@ from backend.graph.entities import (
     normalise_name,
 )
 from backend.graph.store import WorkspaceStore
-from backend.llm.base import LLMUsage
 from backend.llm.rules import RulesBackend
 from backend.types import EdgeKind, Layer, Node, NodeKind
+from tests.fakes import ScriptedLLM
 
 
 def _extract(*sentences: str, known: list[str] = (), label: str | None = None, rows: list[str] = ()) -> dict:
     units = [{"id": f"s{i}", "kind": "caption" if label else "sentence", "text": s} for i, s in enumerate(sentences)]
     units += [{"id": f"r{i}", "kind": "row", "text": r} for i, r in enumerate(rows)]
-    return RulesBackend().complete_json("mmgraph_extract", "", {"units": units, "label": label, "known": list(known)})
+    payload = ExtractPayload(units=units, label=label, known=list(known), text="")
+    return RulesBackend().run(EXTRACT, payload).model_dump()
 
 
 def _types(answer: dict) -> dict[str, str]:
@@ -127,22 +130,11 @@ def test_a_relation_whose_endpoint_is_not_an_entity_is_dropped():
     assert dropped == [("Zorblax Corp", "owns", "Radio City")]
 
 
-class ScriptedLLM:
-    """A model that answers 'mmgraph_extract' with a fixed reply (one relation names a non-entity)."""
-
-    name = "scripted"
-
-    def __init__(self) -> None:
-        self.usage = LLMUsage()
-        self.prompts: list[str] = []
-
-    def complete_json(self, task, prompt, payload, schema=None):
-        assert task == "mmgraph_extract" and schema is not None
-        self.prompts.append(prompt)
-        return {
-            "entities": [["Radio City", "organisation", "India's first private FM radio station"], ["India", "place", "A country"]],
-            "relationships": [["Radio City", "operates in", "India"], ["Radio City", "rivals", "Radio Mirchi"]],
-        }
+# A model's extraction reply in which one relation names a non-entity (Radio Mirchi).
+EXTRACTION_REPLY = {
+    "entities": [["Radio City", "organisation", "India's first private FM radio station"], ["India", "place", "A country"]],
+    "relationships": [["Radio City", "operates in", "India"], ["Radio City", "rivals", "Radio Mirchi"]],
+}
 
 
 def _doc_nodes(doc_id: str, title: str, sentences: list[str]) -> list[Node]:
@@ -157,9 +149,10 @@ def _doc_nodes(doc_id: str, title: str, sentences: list[str]) -> list[Node]:
 
 
 def test_a_model_extraction_is_filtered_before_it_becomes_edges():
-    llm = ScriptedLLM()
+    llm = ScriptedLLM({"mmgraph_extract": EXTRACTION_REPLY})
     nodes = _doc_nodes("d1", "Radio City", ["Radio City is India's first private FM radio station.", "It plays Hindi songs."])
     found = extract_document_entities("d1", "Radio City", nodes, llm)
+    assert [task for task, _ in llm.log] == ["mmgraph_extract"]
     assert "Given text paragraph:" in llm.prompts[0] and "Radio City is India's first" in llm.prompts[0]
     assert found.extractor == "llm:scripted"
     names = {n.id: n.text for n in found.nodes}

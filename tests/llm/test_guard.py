@@ -6,10 +6,11 @@ import pytest
 
 from backend.config import Settings
 from backend.errors import ConfigError, LLMOutputError
-from backend.llm.base import ANSWER_SCHEMA, LLMUsage
+from backend.llm.base import ANSWER_SCHEMA
 from backend.llm.factory import build_llm
 from backend.llm.guard import GuardedBackend, extract_json_object, parse_json_reply, schema_problems, system_message
 from backend.llm.rules import RulesBackend
+from tests.fakes import ScriptedModel
 
 
 @pytest.mark.parametrize(
@@ -56,19 +57,6 @@ def test_parse_json_reply_checks_the_schema():
 def test_system_message_carries_the_schema():
     assert "one JSON object" in system_message(None)
     assert '"required":["answer","citations","abstain"]' in system_message(ANSWER_SCHEMA)
-
-
-class ScriptedModel:
-    """A model backend whose replies are given in advance (a test fake, not a product default)."""
-
-    def __init__(self, replies: list[str]) -> None:
-        self.name = "scripted:test"
-        self.usage = LLMUsage()
-        self.replies = list(replies)
-
-    def complete_json(self, task, prompt, payload, schema=None):
-        self.usage.calls += 1
-        return parse_json_reply(self.replies.pop(0), schema)
 
 
 def test_guard_passes_the_default_answer_schema_and_keeps_the_model_name():

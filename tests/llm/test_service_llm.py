@@ -9,19 +9,10 @@ import re
 import pytest
 from chat_server import Reply, Request, completion
 
-from backend.service import Service
+from tests.fakes import openai_service
 
 QUESTION = "How many trees were planted?"
 UNIT_RE = re.compile(r"\[UNIT id=([^\s|\]]+)")
-
-
-def openai_service(service: Service, base_url: str, **llm) -> Service:
-    s = service.settings
-    settings = s.model_copy(update={
-        "reader": s.reader.model_copy(update={"llm_backend": "openai"}),
-        "llm": s.llm.model_copy(update={"base_url": base_url, "model": "fake-model", "max_retries": 0, **llm}),
-    })
-    return Service(settings, encoder=service.encoder, sub_encoder=service.encoders.sub)
 
 
 def cite_first_unit(req: Request) -> Reply:

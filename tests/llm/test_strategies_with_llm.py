@@ -10,11 +10,11 @@ import json
 
 import pytest
 from chat_server import Reply, Request, completion
-from test_service_llm import openai_service
 
 from backend.retrieval.base import method_names
 from backend.service import Service
 from backend.types import DecomposeStep
+from tests.fakes import openai_service
 
 QUESTION = "Which district had the largest canopy gain and how many trees were planted there?"
 SERVER_SUBQUERIES = [

@@ -4,12 +4,11 @@ data, determinism; and the rules behind the prompts.
 
 The PDFs are drawn with PyMuPDF, linked with file (Launch) links as the hotpot corpus is, and
 ingested with the session service. Tests that check the agent's exact route fix the plan with a
-scripted `decompose` (the shared decomposition belongs to LILaC); one test runs the real one.
+scripted `fif_decompose` reply (its offline rules are LILaC's decomposition); one test runs the real one.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +16,10 @@ import numpy as np
 import pymupdf
 import pytest
 
-from backend.llm.base import LLMUsage
-from backend.llm.rules import RulesBackend
-from backend.llm.rules_fif import LADDER, bridge_entities, compose, entity_spans, evaluate, orchestrate
+from backend.retrieval.fif.rules import LADDER, bridge_entities, compose, entity_spans, evaluate, orchestrate
 from backend.retrieval.fif import FiFRetriever, strategy_of
 from backend.types import AgentStep, DecomposeStep, Trace
+from tests.fakes import ScriptedLLM
 
 # The film's page names its star first; the star's mention is a trap link to the soundtrack page,
 # which never names him. The director's link is right.
@@ -98,26 +96,9 @@ def near_miss(service, strata_settings, tmp_path_factory):
     return _ingest(service, strata_settings, tmp_path_factory, "fif_near_miss", NEAR_MISS_DOCS)
 
 
-class ScriptedLLM:
-    """The rules backend behind a model's face: every task is one call costing tokens, as a model's
-    would, and `decompose` returns a fixed plan when one is given."""
-
-    name = "scripted"
-
-    def __init__(self, plan: list[dict[str, Any]] | None = None) -> None:
-        self.usage = LLMUsage()
-        self.plan = plan
-        self.rules = RulesBackend()
-        self.log: list[tuple[str, int]] = []  # (task, tokens) per call
-
-    def complete_json(self, task: str, prompt: str, payload: dict[str, Any], schema: dict[str, Any] | None = None) -> dict[str, Any]:
-        out = {"subqueries": self.plan} if task == "decompose" and self.plan else self.rules.complete_json(task, prompt, payload, schema)
-        tokens = (len(prompt) + len(json.dumps(out))) // 4
-        self.usage.calls += 1
-        self.usage.tasks[task] = self.usage.tasks.get(task, 0) + 1
-        self.usage.prompt_tokens += tokens
-        self.log.append((task, tokens))
-        return out
+def _scripted(plan: list[dict[str, Any]] | None = None) -> ScriptedLLM:
+    """A model-faced rules backend whose decomposition is a fixed plan when one is given."""
+    return ScriptedLLM({"fif_decompose": {"subqueries": plan}} if plan else None)
 
 
 def _run(service, corpus, query: str, params: dict | None = None, llm=None, top_k: int = 5):
@@ -145,7 +126,7 @@ LADDER_STRATEGIES = [_rung(AgentStep(step=0, action="traverse", strategy=strateg
 
 
 def test_trap_link_fails_then_backtracks_to_the_successful_step_and_succeeds(service, trap):
-    hits, trace = _run(service, trap, TRAP_QUESTION, TIGHT, ScriptedLLM(TRAP_PLAN))
+    hits, trace = _run(service, trap, TRAP_QUESTION, TIGHT, _scripted(TRAP_PLAN))
     steps = [s for s in _agent(trace) if s.action == "traverse"]
     first, trapped, recovered = steps[0], steps[1], steps[2]
     assert first.outcome == "success" and _doc(trap, first.found[0].node_id) == "Night_Harbor.pdf"
@@ -165,7 +146,7 @@ def test_trap_link_fails_then_backtracks_to_the_successful_step_and_succeeds(ser
 
 def test_without_the_history_the_naive_anchor_would_be_the_dead_end(service, trap):
     """The re-anchoring is real: the documents the failed hop reached are not where hop 3 starts."""
-    _, trace = _run(service, trap, TRAP_QUESTION, TIGHT, ScriptedLLM(TRAP_PLAN))
+    _, trace = _run(service, trap, TRAP_QUESTION, TIGHT, _scripted(TRAP_PLAN))
     steps = [s for s in _agent(trace) if s.action == "traverse"]
     dead_end_docs = {trap.nodes[f.node_id].doc for f in steps[1].found}
     assert set(steps[2].anchor) != dead_end_docs
@@ -173,7 +154,7 @@ def test_without_the_history_the_naive_anchor_would_be_the_dead_end(service, tra
 
 
 def test_a_near_miss_keeps_the_entity_and_escalates_local_to_global(service, near_miss):
-    hits, trace = _run(service, near_miss, NEAR_MISS_QUESTION, TIGHT, ScriptedLLM(NEAR_MISS_PLAN))
+    hits, trace = _run(service, near_miss, NEAR_MISS_QUESTION, TIGHT, _scripted(NEAR_MISS_PLAN))
     steps = [s for s in _agent(trace) if s.action == "traverse"]
     assert [s.outcome for s in steps] == ["success", "failure", "success"]
     local, wide = steps[1], steps[2]
@@ -186,7 +167,7 @@ def test_a_near_miss_keeps_the_entity_and_escalates_local_to_global(service, nea
 
 def test_escalation_follows_the_cost_ladder(service, trap):
     """A subquery nothing answers climbs every rung once, cheapest first (no anchor: no local rung)."""
-    _, trace = _run(service, trap, "Where did Zorblax Quintavern study?", {}, ScriptedLLM())
+    _, trace = _run(service, trap, "Where did Zorblax Quintavern study?", {}, _scripted())
     steps = [s for s in _agent(trace) if s.action == "traverse"]
     first_subquery = [s for s in steps if s.subquery == steps[0].subquery]
     assert [_rung(s) for s in first_subquery] == [r for r in LADDER_STRATEGIES if r[0] == "global"]
@@ -199,7 +180,7 @@ def test_escalation_follows_the_cost_ladder(service, trap):
 
 def test_the_step_budget_is_respected(service, trap):
     for max_steps in (1, 2, 3):
-        _, trace = _run(service, trap, "Where did Zorblax Quintavern study?", {"max_steps": max_steps}, ScriptedLLM())
+        _, trace = _run(service, trap, "Where did Zorblax Quintavern study?", {"max_steps": max_steps}, _scripted())
         acting = [s for s in _agent(trace) if s.action != "stop"]
         assert len(acting) == max_steps
         assert _agent(trace)[-1].action == "stop" and "step budget" in _agent(trace)[-1].reason
@@ -207,12 +188,12 @@ def test_the_step_budget_is_respected(service, trap):
 
 @pytest.mark.parametrize("budget", [3, 6, 9, 14])
 def test_the_llm_call_budget_is_respected(service, trap, budget):
-    llm = ScriptedLLM()
+    llm = _scripted()
     hits, trace = _run(service, trap, "Where did Zorblax Quintavern study?", {"max_llm_calls": budget}, llm)
     assert hits, "at least one hop fits, and the rules reranker ranks memory when no call is left"
     assert llm.usage.calls <= budget
     # Every call is charged: the initial plan's to nobody, every other one to the step it led to.
-    assert llm.log[0][0] == "decompose"
+    assert llm.log[0][0] == "fif_decompose"
     assert sum(s.llm_calls for s in _agent(trace)) == llm.usage.calls - 1
     assert sum(s.llm_tokens for s in _agent(trace)) == llm.usage.tokens - llm.log[0][1]
     # The budget cuts the ladder short, it never reorders it, and the stop says why.
@@ -222,14 +203,14 @@ def test_the_llm_call_budget_is_respected(service, trap, budget):
 
 
 def test_llm_reasoning_rungs_run_when_the_budget_allows(service, trap):
-    llm = ScriptedLLM()
+    llm = _scripted()
     _, trace = _run(service, trap, "Where did Zorblax Quintavern study?", {"max_llm_calls": 100}, llm)
     assert {s.strategy.reasoning for s in _agent(trace) if s.strategy} == {"none", "component", "both"}
     assert llm.usage.tasks.get("fif_select_docs") and llm.usage.tasks.get("fif_select_components")
 
 
 def test_trace_round_trips_through_json(service, trap):
-    hits, trace = _run(service, trap, TRAP_QUESTION, TIGHT, ScriptedLLM(TRAP_PLAN))
+    hits, trace = _run(service, trap, TRAP_QUESTION, TIGHT, _scripted(TRAP_PLAN))
     again = Trace.model_validate_json(trace.model_dump_json())
     assert again == trace
     assert isinstance(trace.steps[0], DecomposeStep) and [s.text for s in trace.steps[0].subqueries] == [p["text"] for p in TRAP_PLAN]
@@ -249,21 +230,21 @@ def test_rules_are_deterministic_and_find_both_hops_with_the_shared_decompositio
 
 def test_scores_at_each_granularity_are_the_max_over_descendants(service, trap):
     retriever = service.retriever("fif", trap)
-    retriever.retrieve("drama film", 3, {}, Trace(method="fif"))  # sets up the per-question state
+    scores = retriever.question_scores(alpha=0.5)
     view = retriever.view
     text = "born in the city of Vellmar"
-    own = retriever.comp_scores(text, 1)
-    by_sentence = retriever.comp_scores(text, 2)
-    sub = retriever._scores(text).sub
+    own = scores.comp_scores(text, 1)
+    by_sentence = scores.comp_scores(text, 2)
+    sub = scores.scores(text).sub
     for d in view.doc_ids:
         comps = [view.comp_row[c] for c in trap.components_by_doc[d]]
         subs = [trap.layers["subcomponents"].dense.row[s] for c in trap.components_by_doc[d] for s in trap.subcomponents(c)]
-        assert retriever.doc_scores(text, 1)[view.doc_row[d]] == pytest.approx(max(own[r] for r in comps))
-        assert retriever.doc_scores(text, 2)[view.doc_row[d]] == pytest.approx(max(sub[r] for r in subs))
+        assert scores.doc_scores(text, 1)[view.doc_row[d]] == pytest.approx(max(own[r] for r in comps))
+        assert scores.doc_scores(text, 2)[view.doc_row[d]] == pytest.approx(max(sub[r] for r in subs))
         for c in trap.components_by_doc[d]:
             rows = [trap.layers["subcomponents"].dense.row[s] for s in trap.subcomponents(c)]
             assert by_sentence[view.comp_row[c]] == pytest.approx(max(sub[r] for r in rows))
-    best = int(np.argmax(retriever.doc_scores(text, 2)))
+    best = int(np.argmax(scores.doc_scores(text, 2)))
     assert trap.documents[view.doc_ids[best]].file_name == "Elena_Marsh.pdf"
 
 

@@ -4,19 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from backend.llm.rules_lilac import decompose, modality_of
+from backend.retrieval.lilac.rules import decompose, modality_of
 from backend.types import BeamStep, DecomposeStep, RankStep, Trace
-from tests.retrieval.toy_graph import build_corpus, doc_of
+from tests.fakes import FILMS, FILMS_QUESTION, build_corpus, doc_of
 
-FILMS = {
-    "Moonlit_Harbor.pdf": ["Moonlit Harbor is a 1999 drama film. It was directed by Elena Varga and shot on the coast."],
-    "Elena_Varga.pdf": ["Elena Varga is a Hungarian filmmaker and painter. Varga grew up in Kestrel Falls, a mining town."],
-    "Night_Train.pdf": ["The director of the film Night Train was born in Lisbon. Night Train premiered in 1987."],
-    "Grey_Morning.pdf": ["The director of the film Grey Morning was born in Oslo. Grey Morning is a war drama."],
-    "Red_Valley.pdf": ["Red Valley is a western film. Its director was born in Texas and later moved to Spain."],
-    "Cinema_Guide.pdf": ["A guide to where each film director was born, from Lisbon to Oslo."],
-}
-QUESTION = "Where was the director of the film Moonlit Harbor born?"
+QUESTION = FILMS_QUESTION
 
 
 @pytest.fixture(scope="module")

@@ -16,16 +16,11 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from backend.llm import rules as rules_backend
 from backend.llm.rules import RulesBackend
-
-# The rules backend imports every strategy's rules module on its first task, but only while its
-# registry is empty; importing rules_mirag below fills it, so load them all first.
-rules_backend._load_rule_tasks()
-
-from backend.llm.rules_mirag import bridge_terms, candidate_terms, expand, generate, open_words, record  # noqa: E402
-from backend.retrieval.mirag import MIRAGRetriever  # noqa: E402
-from backend.types import FuseStep, IterationStep, NodeKind, Trace  # noqa: E402
+from backend.retrieval.mirag import MIRAGRetriever
+from backend.retrieval.mirag.rules import bridge_terms, candidate_terms, expand, generate, open_words, record
+from backend.retrieval.mirag.tasks import EXPAND, ExpandPayload
+from backend.types import FuseStep, IterationStep, NodeKind, Trace
 
 QUESTION = "Where was the director of Glass Harbor born?"
 PAGES = {
@@ -202,8 +197,8 @@ def test_record_cites_one_fresh_sentence_per_unit_first():
     assert record({"question": QUESTION, "knowledge": [], "known": [], "max_facts": 3}) == {"record": "", "facts": []}
 
 
-def test_the_rules_backend_serves_the_mirag_tasks():
+def test_the_rules_backend_runs_the_typed_mirag_task():
     llm = RulesBackend()
-    out = llm.complete_json("mirag_expand", "prompt text is ignored by rules", {"question": QUESTION, "facts": [FILM_FACT]})
-    assert "Maren Oduya" in out["query"]
+    out = llm.run(EXPAND, ExpandPayload(question=QUESTION, record="", facts=[FILM_FACT]))
+    assert "Maren Oduya" in out.query
     assert llm.usage.tasks == {"mirag_expand": 1} and llm.usage.calls == 0

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from backend.retrieval.strata import template_share
 from backend.types import BeamStep, FuseStep, RankStep, Trace
-from tests.retrieval.test_lilac import FILMS, QUESTION
-from tests.retrieval.toy_graph import build_corpus, doc_of
+from tests.fakes import FILMS, build_corpus, doc_of
+from tests.fakes import FILMS_QUESTION as QUESTION
 
 BOILERPLATE = [
     "The Company is exposed to market risks, including changes in interest rates and foreign currency exchange rates.",

@@ -1,4 +1,4 @@
-"""Rules for the FiF prompts (appendix D of "Failure is Feedback"), registered with rule_task.
+"""Rules for the FiF prompts (appendix D of "Failure is Feedback"): the offline answers of tasks.py.
 
 Every task reads only the payload the retriever sends, and follows its prompt's rules:
 
@@ -42,8 +42,8 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from backend.llm.rules import QUESTION_WORDS, rule_task
-from backend.llm.rules import content_tokens as _content_tokens
+from backend.llm.text import QUESTION_WORDS
+from backend.llm.text import content_tokens as _content_tokens
 
 # Strategy rungs as the orchestrator prompt names them: (document_search_mode, component_search_mode,
 # vector_granularity). Cheapest first; "monotonic within the same anchor unless you backtrack or replan".
@@ -242,7 +242,6 @@ def _trailing_failures(attempts: list[dict[str, Any]]) -> int:
     return n
 
 
-@rule_task("fif_orchestrate")
 def orchestrate(payload: dict[str, Any]) -> dict[str, Any]:
     subtasks: list[dict[str, Any]] = payload["subtasks"]
     traverses = [m for m in payload["memory"] if m["action"] == "traverse"]
@@ -413,14 +412,12 @@ def _select(payload: dict[str, Any], text_of) -> list[tuple[float, int]]:
     return out[: int(payload.get("max_results", 5))]
 
 
-@rule_task("fif_select_docs")
 def select_docs(payload: dict[str, Any]) -> dict[str, Any]:
     ranked = _select(payload, lambda c: f"{c.get('title', '')} {c.get('summary', '')}")
     cands = payload["candidates"]
     return {"selection": [{"index": i, "filename": cands[i]["filename"], "score": round(s, 4)} for s, i in ranked]}
 
 
-@rule_task("fif_select_components")
 def select_components(payload: dict[str, Any]) -> dict[str, Any]:
     ranked = _select(payload, lambda c: f"{c.get('title', '')} {c.get('text', '')}")
     cands = payload["candidates"]
@@ -433,7 +430,6 @@ def select_components(payload: dict[str, Any]) -> dict[str, Any]:
 # ---------------------------------------------------------------- evaluator
 
 
-@rule_task("fif_evaluate")
 def evaluate(payload: dict[str, Any]) -> dict[str, Any]:
     target = payload["subtask_query"]
     tokens, entities = query_terms(target)
@@ -504,7 +500,6 @@ def _answer(index: int, text: str, units: list[dict[str, Any]], payload: dict[st
 # ---------------------------------------------------------------- planner
 
 
-@rule_task("fif_plan")
 def plan(payload: dict[str, Any]) -> dict[str, Any]:
     """One follow-up task: '(i) <query words no successful evidence covers>', depending on the
     latest successful subtask whose evidence names candidate bridge entities (most likely first)."""
@@ -521,7 +516,6 @@ def plan(payload: dict[str, Any]) -> dict[str, Any]:
 # ---------------------------------------------------------------- reranker
 
 
-@rule_task("fif_rerank")
 def rerank(payload: dict[str, Any]) -> dict[str, Any]:
     """Relevance to the original query plus the credit of the hops that found the unit; the units
     in `chain` (the best evidence of each answered subtask) lead, in subtask order."""

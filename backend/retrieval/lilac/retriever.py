@@ -30,7 +30,10 @@ from typing import Any
 import numpy as np
 
 from backend.graph.corpus import Corpus
-from backend.retrieval.base import ParamSpec, Retriever, hybrid_scores, register
+from backend.llm.base import LLMBackend
+from backend.retrieval.base import Retriever, StrategyParams, param, register
+from backend.retrieval.lilac.tasks import DECOMPOSE, DecomposePayload
+from backend.retrieval.scoring import hybrid_scores, top_rows
 from backend.types import (
     BeamStep,
     DecomposeStep,
@@ -44,66 +47,25 @@ from backend.types import (
     Trace,
 )
 
-DECOMPOSE_PROMPT = (
-    "You are a retrieval-oriented query decomposer.\n"
-    "Goal - Produce the smallest set (1 - 5) of component-targeting sub-queries.\n"
-    "Each sub-query must describe one retrievable component (sentence, paragraph, table row, figure, etc.) whose "
-    "embedding should be matched.\nTogether, the sub-queries must supply all the information needed to answer the "
-    "original question.\nGuidelines:\n"
-    "1. Entity & noun-phrase coverage: Every noun phrase and named entity that appears in the original question must "
-    "appear at least once across the entire set of sub-queries (you may distribute them). Keep each phrase exactly as written.\n"
-    "2. One-component rule: A sub-query should reference only the facts expected to co-occur within the same component. "
-    "If two facts will likely be in different components, put them in different sub-queries.\n"
-    "3. No unnecessary splitting: If the whole answer can be found in a single component, return only one sub-query.\n"
-    "4. De-contextualize: Rewrite pronouns and implicit references so every sub-query is understandable on its own.\n"
-    "5. Keyword distribution: Spread constraints logically.\n"
-    "6. Remove redundancy: Merge duplicate or paraphrased sub-queries before you output.\n"
-    "7. Ordering for dependencies: If the answer to one sub-query is needed for another, place the prerequisite first.\n"
-    "8. Output format: Return one JSON object {{\"subqueries\": [{{\"text\": str, \"modality\": \"text\"|\"table\"|\"figure\", "
-    "\"depends_on\": [indexes of prerequisite subqueries]}}]}}. For the modality use the heuristics: numeric totals, "
-    "percentages, year-by-year figures -> table; visual appearance, colours, logos, charts -> figure; definitions, roles, "
-    "biographies, causal explanations, quotes -> text.\n\nQuestion: {question}\nOutput:"
-)
-DECOMPOSE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["subqueries"],
-    "properties": {
-        "subqueries": {
-            "type": "array",
-            "minItems": 1,
-            "maxItems": 5,
-            "items": {
-                "type": "object",
-                "required": ["text"],
-                "properties": {
-                    "text": {"type": "string"},
-                    "modality": {"enum": ["text", "table", "figure", "image", "any"]},
-                    "depends_on": {"type": "array", "items": {"type": "integer"}},
-                },
-            },
-        }
-    },
-}
 NAV_EDGES = (EdgeKind.NEXT, EdgeKind.XREF, EdgeKind.CAPTION, EdgeKind.LINK)
 MODALITY_KIND = {"table": NodeKind.ROW, "figure": NodeKind.OBJECT}
 TRACE_EDGES = 400
 
 
-def decompose(llm, question: str) -> tuple[list[SubQuery], str]:
+def decompose(llm: LLMBackend, question: str) -> tuple[list[SubQuery], str]:
     """The question as modality-labelled subqueries (falls back to the whole question)."""
-    out = llm.complete_json("decompose", DECOMPOSE_PROMPT.format(question=question), {"question": question}, DECOMPOSE_SCHEMA)
+    out = llm.run(DECOMPOSE, DecomposePayload(question=question))
     subs: list[SubQuery] = []
-    for i, s in enumerate(out.get("subqueries") or []):
-        text = str(s.get("text", "") if isinstance(s, dict) else s).strip()
+    for i, s in enumerate(out.subqueries):
+        text = s.text.strip()
         if not text:
             continue
-        modality = s.get("modality", "any") if isinstance(s, dict) else "any"
-        modality = "figure" if modality == "image" else modality if modality in ("text", "table", "figure", "any") else "any"
-        deps = [d for d in (s.get("depends_on") or []) if isinstance(d, int) and 0 <= d < i] if isinstance(s, dict) else []
+        modality = "figure" if s.modality == "image" else s.modality
+        deps = [d for d in s.depends_on if 0 <= d < i]
         subs.append(SubQuery(text=text, modality=modality, depends_on=deps))
     if not subs:
         subs = [SubQuery(text=question)]
-    return subs[:5], str(out.get("reason", ""))
+    return subs[:5], out.reason
 
 
 @dataclass
@@ -121,9 +83,11 @@ class GraphArrays:
 
 
 def graph_arrays(corpus: Corpus) -> GraphArrays:
-    cached = getattr(corpus, "_graph_arrays", None)
-    if cached is not None:
-        return cached
+    """The corpus's late-interaction arrays (built once per loaded corpus, see Corpus.derived)."""
+    return corpus.derived(build_graph_arrays)
+
+
+def build_graph_arrays(corpus: Corpus) -> GraphArrays:
     comps = corpus.layers["components"]
     subs = corpus.layers["subcomponents"]
     comp_row = {c: i for i, c in enumerate(comps.ids)}
@@ -145,9 +109,7 @@ def graph_arrays(corpus: Corpus) -> GraphArrays:
     doc_components = {
         d: np.array([comp_row[c] for c in cs if c in comp_row], dtype=np.int64) for d, cs in corpus.components_by_doc.items()
     }
-    arrays = GraphArrays(comps.ids, comp_row, order, starts, seg_comp, has_subs, sub_kind, doc_components)
-    corpus._graph_arrays = arrays  # the corpus is read-only once loaded, so this never goes stale
-    return arrays
+    return GraphArrays(comps.ids, comp_row, order, starts, seg_comp, has_subs, sub_kind, doc_components)
 
 
 class LateInteraction:
@@ -234,97 +196,63 @@ def _best_of_doc(ga: GraphArrays, li: LateInteraction, doc: str, k: int) -> np.n
     return rows[np.argsort(-total, kind="stable")[:k]]
 
 
+class LILaCParams(StrategyParams):
+    beam: int = param(30, 1, 200, "b: seed components and edges kept per iteration.")
+    iterations: int = param(1, 1, 5, "n_i: beam-search iterations.")
+    alpha: float = param(0.5, 0.0, 1.0, "BM25 weight in the seed and subcomponent similarities.")
+    per_doc: int = param(3, 1, 50, "Components reached through a link to a document: its best ones for the query.")
+    modality_bonus: float = param(0.05, 0.0, 0.5, "Bonus for subcomponents of the subquery's modality (row: table, object: figure).")
+    granularity: float = param(0.5, 0.0, 1.0, "Weight of the best subcomponent against the component's own match in sim(q, C).")
+    partners: int = param(1, 0, 10, "Linked documents' components returned right after their anchor even when one-sided (0: paper's rule).")
+    margin: float = param(0.0, 0.0, 1.0, "One-sided match: an endpoint whose gain to the edge score is at most this is left out (0: exact).")
+
+
+EdgeKey = tuple[int, int]  # (a, b) component rows, a < b; b = -1 for a dummy edge
+
+
 @register
 class LILaCRetriever(Retriever):
     name = "lilac"
     description = "LILaC: decompose into subqueries, seed top-b components, beam search over edges scored by late interaction."
-    params = (
-        ParamSpec("beam", 30, 1, 200, "b: seed components and edges kept per iteration."),
-        ParamSpec("iterations", 1, 1, 5, "n_i: beam-search iterations."),
-        ParamSpec("alpha", 0.5, 0.0, 1.0, "BM25 weight in the seed and subcomponent similarities."),
-        ParamSpec("per_doc", 3, 1, 50, "Components reached through a link to a document: its best ones for the query."),
-        ParamSpec("modality_bonus", 0.05, 0.0, 0.5, "Bonus for subcomponents of the subquery's modality (row: table, object: figure)."),
-        ParamSpec("granularity", 0.5, 0.0, 1.0, "Weight of the best subcomponent against the component's own match in sim(q, C)."),
-        ParamSpec("partners", 1, 0, 10, "Linked documents' components returned right after their anchor even when one-sided (0: paper's rule)."),
-        ParamSpec("margin", 0.0, 0.0, 1.0, "One-sided match: an endpoint whose gain to the edge score is at most this is left out (0: exact)."),
-    )
-    margin = 0.0
-    cross_doc_partners = 1
+    Params = LILaCParams
 
     def retrieve(self, query: str, top_k: int, params: dict[str, Any], trace: Trace) -> list[ScoredNode]:
-        b = self.param(params, "beam")
-        n_iter = self.param(params, "iterations")
-        alpha = self.param(params, "alpha")
-        per_doc = self.param(params, "per_doc")
-        bonus = self.param(params, "modality_bonus")
-        self.margin = self.param(params, "margin")
-        self.cross_doc_partners = self.param(params, "partners")
-        trace.params.update({"beam": b, "iterations": n_iter, "alpha": alpha, "per_doc": per_doc, "modality_bonus": bonus,
-                             "margin": self.margin,
-                             "partners": self.cross_doc_partners})
+        p = self.resolve_params(params)
+        trace.params.update({"beam": p.beam, "iterations": p.iterations, "alpha": p.alpha, "per_doc": p.per_doc,
+                             "modality_bonus": p.modality_bonus, "margin": p.margin, "partners": p.partners})
         corpus = self.corpus
         comps = corpus.layers["components"]
         if not comps.ids or top_k <= 0:
             return []
         subqueries, reason = decompose(self.llm, query)
         trace.add(DecomposeStep(subqueries=subqueries, backend=self.llm.name, reason=reason))
-        li = LateInteraction(self, subqueries, alpha, bonus, self.param(params, "granularity"))
-        return self.beam_search(query, li, top_k, b, n_iter, per_doc, alpha, trace)
+        li = LateInteraction(self, subqueries, p.alpha, p.modality_bonus, p.granularity)
+        return self.beam_search(query, li, top_k, p, trace)
 
     def seeds(self, query: str, b: int, alpha: float) -> tuple[np.ndarray, np.ndarray]:
         comps = self.corpus.layers["components"]
         whole = hybrid_scores(comps, query, self.embed(query), alpha)
-        k = min(b, len(whole))
-        top = np.argpartition(-whole, k - 1)[:k]
-        top = top[np.lexsort((top, -whole[top]))]
-        return top, whole
+        return top_rows(whole, b), whole
 
-    def beam_search(
-        self, query: str, li: LateInteraction, top_k: int, b: int, n_iter: int, per_doc: int, alpha: float, trace: Trace
-    ) -> list[ScoredNode]:
-        corpus = self.corpus
+    def beam_search(self, query: str, li: LateInteraction, top_k: int, p: LILaCParams, trace: Trace) -> list[ScoredNode]:
         ga = li.arrays
-        seeds, whole = self.seeds(query, b, alpha)
+        seeds, whole = self.seeds(query, p.beam, p.alpha)
         trace.add(RankStep(label="seeds: top-b components by the whole query", index="hybrid",
                            candidates=[ScoredNode(node_id=ga.comp_ids[i], score=round(float(whole[i]), 4), why="seed") for i in seeds]))
-        best = li.best
-        scored: dict[tuple[int, int], float] = {}  # (a, b) with b = -1 for a dummy edge
-        kinds: dict[tuple[int, int], str] = {}
+        scored: dict[EdgeKey, float] = {}
+        kinds: dict[EdgeKey, str] = {}
         expanded: set[int] = set()
         frontier = [int(i) for i in seeds]
-        kept: list[tuple[int, int]] = []
-        for it in range(1, n_iter + 1):
-            new_pairs: list[tuple[int, int]] = []
-            for v in frontier:
-                if v in expanded:
-                    continue
-                expanded.add(v)
-                nbrs = component_neighbours(corpus, ga.comp_ids[v], li, per_doc)
-                if not nbrs:
-                    key = (v, -1)
-                    if key not in scored:
-                        new_pairs.append(key)
-                        kinds[key] = "dummy"
-                for u, kind in nbrs:
-                    key = (min(v, u), max(v, u))
-                    if key not in scored and key not in kinds:
-                        new_pairs.append(key)
-                        kinds[key] = kind
-            if new_pairs:
-                src = np.array([p[0] for p in new_pairs], dtype=np.int64)
-                dst = np.array([p[1] for p in new_pairs], dtype=np.int64)
-                a = best[src]
-                bb = np.where((dst >= 0)[:, None], best[np.maximum(dst, 0)], 0.0)
-                edge_scores = np.maximum(a, bb).sum(axis=1)
-                for key, s in zip(new_pairs, edge_scores.tolist()):
-                    scored[key] = s
+        for it in range(1, p.iterations + 1):
+            new_pairs = self._expand(li, frontier, expanded, scored, kinds, p.per_doc)
+            self._score_edges(li.best, new_pairs, scored)
             ranked = sorted(scored.items(), key=lambda kv: (-kv[1], kv[0]))
-            kept = [k for k, _ in ranked[:b]]
+            kept = [k for k, _ in ranked[: p.beam]]
             kept_nodes = {n for k in kept for n in k if n >= 0}
             trace.add(BeamStep(
                 iteration=it,
                 frontier=[ga.comp_ids[v] for v in frontier],
-                edges=[self._scored_edge(li, key, scored[key], kinds[key], with_matches=key in set(kept))
+                edges=[self._scored_edge(li, key, scored[key], kinds[key], with_matches=key in set(kept), margin=p.margin)
                        for key in sorted(new_pairs, key=lambda k: (-scored[k], k))[:TRACE_EDGES]],
                 kept=[ga.comp_ids[n] for n in sorted(kept_nodes)],
                 pruned=[ga.comp_ids[v] for v in frontier if v not in kept_nodes],
@@ -332,7 +260,51 @@ class LILaCRetriever(Retriever):
             frontier = sorted(n for n in kept_nodes if n not in expanded)
             if not frontier:
                 break
-        # Edge order -> node order; one-sided edges give one node.
+        return self._results(li, seeds, scored, kinds, top_k, p)
+
+    def _expand(
+        self, li: LateInteraction, frontier: list[int], expanded: set[int], scored: dict[EdgeKey, float],
+        kinds: dict[EdgeKey, str], per_doc: int,
+    ) -> list[EdgeKey]:
+        """The edges of the frontier not seen yet (a dummy edge for a component without any)."""
+        ga = li.arrays
+        new_pairs: list[EdgeKey] = []
+        for v in frontier:
+            if v in expanded:
+                continue
+            expanded.add(v)
+            nbrs = component_neighbours(self.corpus, ga.comp_ids[v], li, per_doc)
+            if not nbrs:
+                key = (v, -1)
+                if key not in scored:
+                    new_pairs.append(key)
+                    kinds[key] = "dummy"
+            for u, kind in nbrs:
+                key = (min(v, u), max(v, u))
+                if key not in scored and key not in kinds:
+                    new_pairs.append(key)
+                    kinds[key] = kind
+        return new_pairs
+
+    @staticmethod
+    def _score_edges(best: np.ndarray, new_pairs: list[EdgeKey], scored: dict[EdgeKey, float]) -> None:
+        """s(e) = sum over subqueries of the better endpoint's match, for every new edge at once."""
+        if not new_pairs:
+            return
+        src = np.array([k[0] for k in new_pairs], dtype=np.int64)
+        dst = np.array([k[1] for k in new_pairs], dtype=np.int64)
+        a = best[src]
+        bb = np.where((dst >= 0)[:, None], best[np.maximum(dst, 0)], 0.0)
+        edge_scores = np.maximum(a, bb).sum(axis=1)
+        for key, s in zip(new_pairs, edge_scores.tolist()):
+            scored[key] = s
+
+    def _results(
+        self, li: LateInteraction, seeds: np.ndarray, scored: dict[EdgeKey, float], kinds: dict[EdgeKey, str],
+        top_k: int, p: LILaCParams,
+    ) -> list[ScoredNode]:
+        """Edge order -> node order; one-sided edges give one node; then the seeds no kept edge reached."""
+        ga, best = li.arrays, li.best
         out: list[ScoredNode] = []
         seen: set[int] = set()
         ranked = sorted(scored.items(), key=lambda kv: (-kv[1], kv[0]))
@@ -340,15 +312,15 @@ class LILaCRetriever(Retriever):
         for key, s in ranked:
             if len(out) >= top_k:
                 break
-            ends = self._endpoints(best, key)
+            ends = self._endpoints(best, key, p.margin)
             why = "one-sided edge" if len(ends) == 1 else f"{kinds[key]} edge"
-            if kinds[key] == "doc_link" and len(ends) == 1 and self.cross_doc_partners:
+            if kinds[key] == "doc_link" and len(ends) == 1 and p.partners:
                 # A link between documents is the hop a multi-hop question needs: the linked
                 # document's component comes right after its anchor even when it wins no subquery
                 # on its own, at most `partners` per anchor.
                 anchor = ends[0]
                 other = key[1] if key[0] == anchor else key[0]
-                if partners.get(anchor, 0) < self.cross_doc_partners and other not in seen:
+                if partners.get(anchor, 0) < p.partners and other not in seen:
                     partners[anchor] = partners.get(anchor, 0) + 1
                     ends = [anchor, other]
                     why = "doc_link partner"
@@ -366,7 +338,8 @@ class LILaCRetriever(Retriever):
                 floor = out[-1].score
         return out
 
-    def _endpoints(self, best: np.ndarray, key: tuple[int, int]) -> list[int]:
+    @staticmethod
+    def _endpoints(best: np.ndarray, key: EdgeKey, margin: float) -> list[int]:
         """The nodes an edge returns. One-sided match: when the edge score is (within `margin`)
         the best single-endpoint score, the other end adds nothing and is left out; margin 0 is
         the paper's exact rule."""
@@ -376,15 +349,17 @@ class LILaCRetriever(Retriever):
         sa, sb = best[a], best[b]
         total = float(np.maximum(sa, sb).sum())
         gain_b, gain_a = total - float(sa.sum()), total - float(sb.sum())
-        if gain_b <= self.margin and gain_a > self.margin:
+        if gain_b <= margin and gain_a > margin:
             return [a]
-        if gain_a <= self.margin and gain_b > self.margin:
+        if gain_a <= margin and gain_b > margin:
             return [b]
-        if gain_a <= self.margin and gain_b <= self.margin:
+        if gain_a <= margin and gain_b <= margin:
             return [a] if sa.sum() >= sb.sum() else [b]
         return [a, b] if sa.sum() >= sb.sum() else [b, a]
 
-    def _scored_edge(self, li: LateInteraction, key: tuple[int, int], score: float, kind: str, with_matches: bool) -> ScoredEdge:
+    def _scored_edge(
+        self, li: LateInteraction, key: EdgeKey, score: float, kind: str, with_matches: bool, margin: float
+    ) -> ScoredEdge:
         ga = li.arrays
         a, b = key
         matches: list[SubqueryMatch] = []
@@ -395,5 +370,5 @@ class LILaCRetriever(Retriever):
                 matches.append(SubqueryMatch(subquery=j, node_id=node_id, score=round(s, 4)))
         return ScoredEdge(
             src=ga.comp_ids[a], dst=ga.comp_ids[b] if b >= 0 else "ε", edge_kind=kind, score=round(score, 4),
-            matches=matches, one_sided=len(self._endpoints(li.best, key)) == 1,
+            matches=matches, one_sided=len(self._endpoints(li.best, key, margin)) == 1,
         )

@@ -23,7 +23,6 @@ record, which would drown the question's own terms in BM25.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,51 +31,38 @@ import numpy as np
 
 from backend.index.image import note_figures_as_text, visual_component_scores
 from backend.index.lexical import tokenize
-from backend.llm.rules import QUESTION_WORDS
-from backend.retrieval.base import ParamSpec, Retriever, hybrid_scores, register, top_scored
+from backend.llm.text import QUESTION_WORDS
+from backend.retrieval.base import Retriever, StrategyParams, param, register
+from backend.retrieval.mirag.tasks import (
+    EXPAND,
+    GENERATE,
+    RECORD,
+    UNIT_CHARS,
+    ExpandPayload,
+    GenerateAnswer,
+    GeneratePayload,
+    KnowledgeUnit,
+    RecordPayload,
+)
+from backend.retrieval.scoring import hybrid_scores, reciprocal_rank_fusion, top_scored
 from backend.types import FuseStep, IterationStep, NodeKind, ScoredNode, Trace
-
-EXPAND_PROMPT = (
-    "Question: {question}\n{reasoning_record}\n\n"
-    "Write one search query for what is still needed to answer the question: the question followed by the "
-    'names and terms from the knowledge above that it depends on. Return JSON: {{"query": "..."}}'
-)
-GENERATE_PROMPT = (
-    "Question: {question}\nKnowledge: {reasoning_records}\n\n"
-    "Please first analyze all the information in a section named Analysis (## Analysis).\n"
-    "Generate {n} follow-up questions to search for additional information and helpful to confirm knowledge, "
-    "in a section named Queries (## Queries).\n"
-    "Your output should be in the following format:\n\n"
-    "## Analysis\nAnalysis question and knowledge to ask context-specific queries that helps to address question.\n"
-    "## Queries\nQuestion 1: question 1.\nQuestion 2: question 2.\n\n"
-    'Return the two sections as JSON: {{"analysis": "...", "queries": ["question 1", "question 2"]}}'
-)
-RECORD_PROMPT = (
-    "Question: {question}\nKnowledge: {knowledge}\n\n"
-    "Based on the figures, tables and knowledge, summarize correct and relevant information with the question. "
-    "Write one fact per line and start it with the [id] of the sentence or unit it comes from. "
-    'Return JSON: {{"record": "...", "facts": ["ids of the sentences or units cited"]}}'
-)
-EXPAND_SCHEMA = {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}
-GENERATE_SCHEMA = {
-    "type": "object",
-    "properties": {"analysis": {"type": "string"}, "queries": {"type": "array", "items": {"type": "string"}}},
-    "required": ["queries"],
-}
-RECORD_SCHEMA = {
-    "type": "object",
-    "properties": {"record": {"type": "string"}, "facts": {"type": "array", "items": {"type": "string"}}},
-    "required": ["record", "facts"],
-}
 
 RRF_K = 5  # small: the lists are short (tens of units), and rank 1 should count clearly more than rank 5
 QUESTION_WEIGHT = 1.0
 GENERATED_WEIGHT = 0.7  # a generated follow-up explores; the question (or its expansion) anchors
 RECORD_UNITS = 5  # units of an iteration whose sentences the record chooses from
-UNIT_CHARS = 600  # knowledge text per unit in the record prompt
 TRACE_HITS = 10
 TEXT_KINDS = (NodeKind.PARAGRAPH,)
 IMAGE_TEXT_KINDS = (NodeKind.FIGURE, NodeKind.TABLE)
+
+
+def knowledge_base_rows(corpus) -> tuple[np.ndarray, list[str], np.ndarray, list[str]]:
+    """Rows of the components layer (and their ids) in the text KB and in the image-text KB
+    (built once per loaded corpus, see Corpus.derived)."""
+    ids = corpus.layers["components"].ids
+    text = [r for r, i in enumerate(ids) if corpus.nodes[i].kind in TEXT_KINDS]
+    image = [r for r, i in enumerate(ids) if corpus.nodes[i].kind in IMAGE_TEXT_KINDS]
+    return np.array(text, dtype=np.int64), [ids[r] for r in text], np.array(image, dtype=np.int64), [ids[r] for r in image]
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +76,15 @@ class QueryHits:
     hits: list[ScoredNode]
 
 
+class MIRAGParams(StrategyParams):
+    iterations: int = param(2, 1, 5, "Search iterations; iteration 1 uses the question, later ones the records.")
+    text_k: int = param(20, 1, 100, "Text KB: paragraphs kept per query (the paper: 20).")
+    image_k: int = param(10, 0, 50, "Image-text KB: figures and tables kept per query (the paper: 10).")
+    queries: int = param(2, 0, 4, "Follow-up queries generated per iteration (the paper: 2).")
+    facts: int = param(3, 1, 10, "Facts (sentences) per reasoning record.")
+    alpha: float = param(0.5, 0.0, 1.0, "BM25 weight in the hybrid text scores.", setting="retrieval.hybrid_alpha")
+
+
 @register
 class MIRAGRetriever(Retriever):
     name = "mirag"
@@ -97,22 +92,11 @@ class MIRAGRetriever(Retriever):
         "MI-RAG: iterations of reasoning record -> query expansion + generated follow-up queries -> joint search "
         "over paragraphs and figures/tables; reciprocal-rank fusion of every iteration."
     )
-    params = (
-        ParamSpec("iterations", 2, 1, 5, "Search iterations; iteration 1 uses the question, later ones the records."),
-        ParamSpec("text_k", 20, 1, 100, "Text KB: paragraphs kept per query (the paper: 20)."),
-        ParamSpec("image_k", 10, 0, 50, "Image-text KB: figures and tables kept per query (the paper: 10)."),
-        ParamSpec("queries", 2, 0, 4, "Follow-up queries generated per iteration (the paper: 2)."),
-        ParamSpec("facts", 3, 1, 10, "Facts (sentences) per reasoning record."),
-        ParamSpec("alpha", 0.5, 0.0, 1.0, "BM25 weight in the hybrid text scores."),
-    )
+    Params = MIRAGParams
 
     def retrieve(self, query: str, top_k: int, params: dict[str, Any], trace: Trace) -> list[ScoredNode]:
-        n_iter = self.param(params, "iterations")
-        text_k = self.param(params, "text_k")
-        image_k = self.param(params, "image_k")
-        n_queries = self.param(params, "queries")
-        max_facts = self.param(params, "facts")
-        alpha = float(params.get("alpha", self.settings.retrieval.hybrid_alpha))
+        p = self.resolve_params(params)
+        n_iter, text_k, image_k, n_queries, max_facts, alpha = p.iterations, p.text_k, p.image_k, p.queries, p.facts, p.alpha
         trace.params.update(
             {"iterations": n_iter, "text_k": text_k, "image_k": image_k, "queries": n_queries, "facts": max_facts, "alpha": alpha}
         )
@@ -170,19 +154,14 @@ class MIRAGRetriever(Retriever):
         self, question: str, records: list[str], facts: list[dict[str, str]], asked: list[str], n_queries: int
     ) -> list[tuple[str, float, str]]:
         """The expansion and the generated follow-ups not searched yet: (query, weight, label)."""
-        expanded = self.llm.complete_json(
-            "mirag_expand", EXPAND_PROMPT.format(question=question, reasoning_record=records[-1]),
-            {"question": question, "record": records[-1], "facts": facts}, EXPAND_SCHEMA,
-        )
-        generated: dict[str, Any] = {"queries": []}
+        expanded = self.llm.run(EXPAND, ExpandPayload(question=question, record=records[-1], facts=facts))
+        generated = GenerateAnswer(queries=[])
         if n_queries > 0:
-            generated = self.llm.complete_json(
-                "mirag_generate",
-                GENERATE_PROMPT.format(question=question, reasoning_records="\n".join(records), n=n_queries),
-                {"question": question, "records": records, "facts": facts, "asked": asked, "n": n_queries}, GENERATE_SCHEMA,
+            generated = self.llm.run(
+                GENERATE, GeneratePayload(question=question, records=records, facts=facts, asked=asked, n=n_queries)
             )
-        candidates = [(str(expanded.get("query") or "").strip(), 1.0, "expansion")]
-        candidates += [(str(q).strip(), GENERATED_WEIGHT, "generated") for q in (generated.get("queries") or [])[:n_queries]]
+        candidates = [(expanded.query.strip(), 1.0, "expansion")]
+        candidates += [(q.strip(), GENERATED_WEIGHT, "generated") for q in generated.queries[:n_queries]]
         seen = {a.lower() for a in asked}
         out = []
         for text, weight, label in candidates:
@@ -193,19 +172,11 @@ class MIRAGRetriever(Retriever):
 
     # ---------------------------------------------------------------- joint search
 
-    @functools.cached_property
-    def _kb_rows(self) -> tuple[np.ndarray, list[str], np.ndarray, list[str]]:
-        """Rows of the components layer (and their ids) in the text KB and in the image-text KB."""
-        ids = self.corpus.layers["components"].ids
-        text = [r for r, i in enumerate(ids) if self.corpus.nodes[i].kind in TEXT_KINDS]
-        image = [r for r, i in enumerate(ids) if self.corpus.nodes[i].kind in IMAGE_TEXT_KINDS]
-        return np.array(text, dtype=np.int64), [ids[r] for r in text], np.array(image, dtype=np.int64), [ids[r] for r in image]
-
     def _joint_search(self, query: str, text_k: int, image_k: int, alpha: float, why: str) -> list[ScoredNode]:
         comps = self.corpus.layers["components"]
         if not comps.ids:
             return []
-        text_rows, text_ids, image_rows, image_ids = self._kb_rows
+        text_rows, text_ids, image_rows, image_ids = self.corpus.derived(knowledge_base_rows)
         scores = hybrid_scores(comps, query, self.embed(query), alpha)  # (n_components,)
         image_scores = scores[image_rows]
         visual = visual_component_scores(self.corpus, self.image_encoder, query)
@@ -232,24 +203,17 @@ class MIRAGRetriever(Retriever):
         if self.corpus.root is not None:
             images = [str(Path(self.corpus.root) / self.corpus.nodes[h.node_id].crop) for h in found
                       if self.corpus.nodes[h.node_id].kind in IMAGE_TEXT_KINDS and self.corpus.nodes[h.node_id].crop]
-        lines = []
-        for unit in knowledge:
-            lines.append(f"[{unit['id']}] ({unit['kind']}; {unit['path']}) {unit['text'][:UNIT_CHARS]}")
-            lines += [f"  [{s['id']}] {s['text']}" for s in unit["sentences"] if s["id"] != unit["id"]]
-        out = self.llm.complete_json(
-            "mirag_record", RECORD_PROMPT.format(question=question, knowledge="\n".join(lines) or "(nothing found)"),
-            {"question": question, "queries": queries, "knowledge": knowledge, "known": known, "max_facts": max_facts,
-             "images": images[:4]},
-            RECORD_SCHEMA,
-        )
+        payload = RecordPayload(question=question, queries=queries, knowledge=knowledge, known=known, max_facts=max_facts,
+                                images=images[:4])
+        out = self.llm.run(RECORD, payload)
         facts = []
-        for fact_id in out.get("facts") or []:
-            node = self.corpus.nodes.get(str(fact_id))
+        for fact_id in out.facts:
+            node = self.corpus.nodes.get(fact_id)
             if node is not None and all(f["id"] != node.id for f in facts):
                 facts.append({"id": node.id, "text": node.text})
-        return str(out.get("record") or ""), facts
+        return out.record, facts
 
-    def _knowledge(self, question: str, queries: list[str], found: list[ScoredNode]) -> list[dict[str, Any]]:
+    def _knowledge(self, question: str, queries: list[str], found: list[ScoredNode]) -> list[KnowledgeUnit]:
         """The units of `found` with their candidate facts, each scored 0.5 * best cosine with the
         question and this iteration's queries (subcomponent space) + 0.5 * the IDF-weighted share
         of the question's terms it covers: the question's rare terms (its named entities) count
@@ -279,10 +243,10 @@ class MIRAGRetriever(Retriever):
                 coverage = sum(w for t, w in weights.items() if t in token_sets[sid]) / total
                 sentences.append({"id": sid, "text": texts[sid][:UNIT_CHARS], "score": round(0.5 * max(cos, 0.0) + 0.5 * coverage, 4)})
             node = corpus.nodes[hit.node_id]
-            out.append({
-                "id": node.id, "kind": node.kind.value, "score": hit.score, "path": " > ".join(corpus.section_path(node.id)),
-                "text": " ".join(node.text.split()), "sentences": sentences,
-            })
+            out.append(KnowledgeUnit(
+                id=node.id, kind=node.kind.value, score=hit.score, path=" > ".join(corpus.section_path(node.id)),
+                text=" ".join(node.text.split()), sentences=sentences,
+            ))
         return out
 
     def _term_weights(self, question: str) -> dict[str, float]:
@@ -305,12 +269,11 @@ def fuse(lists: list[QueryHits]) -> list[ScoredNode]:
     best possible sum so that scores lie in [0, 1]; unique ids, scores descending."""
     if not lists:
         return []
-    total: dict[str, float] = {}
+    total = reciprocal_rank_fusion((([h.node_id for h in q.hits], q.weight) for q in lists), RRF_K)
     first: dict[str, str] = {}
     count: dict[str, int] = {}
     for q in lists:
-        for rank, hit in enumerate(q.hits, start=1):
-            total[hit.node_id] = total.get(hit.node_id, 0.0) + q.weight / (RRF_K + rank)
+        for hit in q.hits:
             first.setdefault(hit.node_id, hit.why)
             count[hit.node_id] = count.get(hit.node_id, 0) + 1
     best = sum(q.weight for q in lists) / (RRF_K + 1)

@@ -1,5 +1,6 @@
-"""Rules for MMGraphRAG's graph-construction prompts (appendix D, Figure 7): entity extraction
-(EE) and relationship recognition (RR) over one chunk, as the one task 'mmgraph_extract'.
+"""The rule-based entity extractor run at ingest: the offline answer to MMGraphRAG's
+graph-construction prompts (appendix D, Figure 7), entity extraction (EE) and relationship
+recognition (RR) over one chunk, as the one task entities.EXTRACT ('mmgraph_extract').
 
 Payload: {"units": [{"id", "kind": sentence|row|caption, "text"}], "label": "Table 2" | None,
 "known": [names already known in the document, e.g. its title]}. Answer, in the prompt's format:
@@ -33,7 +34,6 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from backend.llm.rules import rule_task
 
 MAX_RELATION_WORDS = 6
 MAX_DESCRIPTION_WORDS = 24
@@ -422,7 +422,6 @@ class _Collector:
         return {"entities": entities, "relationships": [list(r) for r in self.relations]}
 
 
-@rule_task("mmgraph_extract")
 def extract(payload: dict[str, Any]) -> dict[str, Any]:
     """Entities and relationships of one chunk (MMGraphRAG Figure 7 (a) + (b)) by rules."""
     known = [k for k in payload.get("known", []) if k]

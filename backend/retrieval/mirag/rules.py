@@ -1,4 +1,4 @@
-"""Rules for MI-RAG's prompts (appendix C), registered with rule_task: the reasoning record, the
+"""Rules for MI-RAG's prompts (appendix C), the offline answers of tasks.py: the reasoning record, the
 query expansion and the follow-up query generation, as deterministic rules over the evidence the
 retriever hands in.
 
@@ -23,7 +23,7 @@ import functools
 import re
 from typing import Any
 
-from backend.llm.rules import QUESTION_WORDS, content_tokens, rule_task
+from backend.llm.text import QUESTION_WORDS, content_tokens
 
 MAX_EXPANSION_TERMS = 3
 # Capitalised runs, allowing lower-case particles inside names ("University of Kansas",
@@ -130,7 +130,6 @@ def _fact_of(term: str, facts: list[dict[str, Any]]) -> dict[str, Any]:
     return next((f for f in facts if tokens <= _tokens(f.get("text", ""))), facts[0])
 
 
-@rule_task("mirag_record")
 def record(payload: dict[str, Any]) -> dict[str, Any]:
     """payload: question, knowledge [{id, score, sentences [{id, text, score}]}] best unit first,
     known [sentence ids already in earlier records], max_facts. Returns {record, facts}."""
@@ -155,7 +154,6 @@ def record(payload: dict[str, Any]) -> dict[str, Any]:
     return {"record": "\n".join(lines), "facts": [s["id"] for s in picked]}
 
 
-@rule_task("mirag_expand")
 def expand(payload: dict[str, Any]) -> dict[str, Any]:
     """payload: question, record, facts [{id, text}] of the latest record. Returns {query}."""
     question = payload["question"].strip()
@@ -163,7 +161,6 @@ def expand(payload: dict[str, Any]) -> dict[str, Any]:
     return {"query": f"{question} {' '.join(terms)}".strip()}
 
 
-@rule_task("mirag_generate")
 def generate(payload: dict[str, Any]) -> dict[str, Any]:
     """payload: question, records [str], facts [{id, text}] of the latest record, asked [queries
     already searched], n. Returns {analysis, queries}."""

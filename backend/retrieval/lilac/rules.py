@@ -1,4 +1,5 @@
-"""Rules for LILaC's query prompts (appendix F): QUERY DECOMPOSITION and MODALITY SELECTION.
+"""Rules for LILaC's query prompts (appendix F): QUERY DECOMPOSITION and MODALITY SELECTION
+(the offline answer of tasks.DECOMPOSE).
 
 Decomposition follows the prompt's guidelines as rules: the smallest set (1-5) of subqueries,
 each aimed at one component; every content word of the question appears in some subquery;
@@ -17,7 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from backend.llm.rules import QUESTION_WORDS, content_tokens, rule_task
+from backend.llm.text import QUESTION_WORDS, content_tokens
 
 MAX_SUBQUERIES = 5
 RELATIVE_RE = re.compile(r"\s(who|whom|whose|which|that|where)\s", re.I)
@@ -142,13 +143,8 @@ def decompose(question: str) -> list[dict[str, Any]]:
     return out
 
 
-@rule_task("decompose")
-def decompose_task(payload: dict[str, Any]) -> dict[str, Any]:
-    subs = decompose(payload["question"])
+def decompose_answer(question: str) -> dict[str, Any]:
+    """The decomposition task's answer: {"subqueries": [...], "reason": ...}."""
+    subs = decompose(question)
     kind = "single" if len(subs) == 1 else ("bridge" if any(s["depends_on"] for s in subs) else "parallel")
     return {"subqueries": subs, "reason": f"{kind} decomposition by rules ({len(subs)} subquer{'y' if len(subs) == 1 else 'ies'})"}
-
-
-@rule_task("modality")
-def modality_task(payload: dict[str, Any]) -> dict[str, Any]:
-    return {"modality": modality_of(payload["subquery"])}

@@ -1,0 +1,57 @@
+"""The reader's prompt (HiKEY/LILaC: answer from the packed evidence, cite unit ids, or abstain)
+as a typed task, `ANSWER`, so a reader can `llm.run(ANSWER, AnswerPayload(...))` like every other
+prompt. Offline it is answered by `answer_by_rules` (backend/llm/rules.py).
+
+The reader (backend/reader.py) still sends this prompt through the raw `complete_json('answer',
+...)` transport; both paths give the same reply.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from backend.llm.base import ANSWER_PROMPT, ANSWER_SCHEMA
+from backend.llm.rules import answer_by_rules
+from backend.llm.task import LLMTask, TaskAnswer, TaskPayload
+
+
+class EvidenceUnit(TaskPayload):
+    """One scored unit of the packed evidence (a sentence, row or figure region)."""
+
+    id: str
+    kind: str
+    text: str
+    score: float
+    cosine: float
+    coverage: float = Field(description="Share of the question's content words the unit contains.")
+    role: str
+
+
+class AnswerPayload(TaskPayload):
+    question: str
+    evidence: list[EvidenceUnit] = Field(description="Scored units, best first.")
+    threshold: float = Field(0.35, description="Below this best evidence score the answer abstains.")
+    context: str = Field("", description="The packed evidence as the prompt shows it.")
+
+
+class AnswerReply(TaskAnswer):
+    answer: str
+    citations: list[str]
+    abstain: bool
+    confidence: float = 0.0
+    reason: str = ""
+
+
+def _rules(payload: AnswerPayload) -> AnswerReply:
+    evidence = [e.model_dump() for e in payload.evidence]
+    return AnswerReply.model_validate(answer_by_rules(payload.question, evidence, payload.threshold))
+
+
+ANSWER: LLMTask[AnswerPayload, AnswerReply] = LLMTask(
+    name="answer",
+    prompt=lambda p: ANSWER_PROMPT.format(context=p.context, question=p.question),
+    payload=AnswerPayload,
+    answer=AnswerReply,
+    rules=_rules,
+    schema=ANSWER_SCHEMA,
+)

@@ -1,0 +1,12 @@
+"""Word-level helpers the offline rules of every task share: content tokens (BM25's tokenizer,
+stop words out) and the question words that never count as content."""
+
+from __future__ import annotations
+
+from backend.index.lexical import tokenize
+
+QUESTION_WORDS = {"mani", "much", "how", "what", "which", "when", "who", "whom", "whose", "where", "why"}
+
+
+def content_tokens(text: str) -> set[str]:
+    return set(tokenize([text])[0])

@@ -1,0 +1,168 @@
+"""The one home of test fakes: small hand-built corpora and a scripted LLM.
+
+- `build_corpus` / `doc_of`: documents of paragraphs, each paragraph split into sentences, encoded
+  with the session's real encoders, with links between documents (algorithm tests).
+- `FILMS` / `FILMS_QUESTION`: a bridge question over six film pages (LILaC, Strata).
+- `ScriptedLLM`: the rules backend behind a model's face (every task is one call that costs tokens,
+  as a model's would), with fixed replies for the tasks a test scripts.
+- `ScriptedModel`: a model backend whose raw replies are given in advance ("down" raises a
+  connection error), to test what the guard and the answer models make of a model's text.
+- `openai_service`: a Service whose LLM is an OpenAI-compatible server at `base_url`.
+
+Test modules import fakes from here and never from one another. Nothing here is a product default.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+from backend.graph.corpus import Corpus
+from backend.llm.base import LLMUsage
+from backend.llm.rules import RulesBackend
+from backend.errors import LLMError
+from backend.llm.guard import parse_json_reply
+from backend.llm.task import A, LLMTask, P, run_on_model
+from backend.service import Service
+from backend.types import Document, Edge, EdgeKind, Layer, Node, NodeKind, PendingDocLink, Section
+
+FILMS = {
+    "Moonlit_Harbor.pdf": ["Moonlit Harbor is a 1999 drama film. It was directed by Elena Varga and shot on the coast."],
+    "Elena_Varga.pdf": ["Elena Varga is a Hungarian filmmaker and painter. Varga grew up in Kestrel Falls, a mining town."],
+    "Night_Train.pdf": ["The director of the film Night Train was born in Lisbon. Night Train premiered in 1987."],
+    "Grey_Morning.pdf": ["The director of the film Grey Morning was born in Oslo. Grey Morning is a war drama."],
+    "Red_Valley.pdf": ["Red Valley is a western film. Its director was born in Texas and later moved to Spain."],
+    "Cinema_Guide.pdf": ["A guide to where each film director was born, from Lisbon to Oslo."],
+}
+FILMS_QUESTION = "Where was the director of the film Moonlit Harbor born?"
+
+
+def _id(*parts: str) -> str:
+    return hashlib.sha1("/".join(parts).encode()).hexdigest()[:12]
+
+
+def build_corpus(service, docs: dict[str, list[str]], links: list[tuple[str, int, str]] = ()) -> Corpus:
+    """docs: file name -> paragraphs; links: (file, paragraph index, target file)."""
+    documents, sections, nodes, edges, doc_links = [], [], [], [], []
+    texts: dict[str, list[str]] = {"text": [], "sub": []}
+    owners: dict[str, list[str]] = {"text": [], "sub": []}
+    for name, paragraphs in docs.items():
+        doc_id = _id(name)
+        title = name.removesuffix(".pdf").replace("_", " ")
+        documents.append(Document(
+            id=doc_id, file_name=name, title=title, pages=1, sha256=_id(name, "sha"), bytes=1, card=title,
+            summary=paragraphs[0] if paragraphs else "", hierarchy_source="flat", page_sizes=[(612.0, 792.0)],
+        ))
+        sec_id = f"{doc_id}:s0"
+        sections.append(Section(id=sec_id, doc=doc_id, title=title, level=0, parent=None, path=[title], page=1, bbox=None,
+                                confidence=1.0, source="root"))
+        nodes.append(Node(id=doc_id, layer=Layer.DOCUMENT, kind=NodeKind.DOCUMENT, doc=doc_id, text=title))
+        nodes.append(Node(id=sec_id, layer=Layer.DOCUMENT, kind=NodeKind.SECTION, doc=doc_id, text=title, section=sec_id))
+        edges.append(Edge(src=doc_id, dst=sec_id, kind=EdgeKind.CONTAINS))
+        texts["text"] += [title, title]
+        owners["text"] += [doc_id, sec_id]
+        prev = None
+        for i, para in enumerate(paragraphs):
+            pid = f"{doc_id}:p{i}"
+            y = 72.0 + 60 * i
+            nodes.append(Node(id=pid, layer=Layer.COMPONENT, kind=NodeKind.PARAGRAPH, doc=doc_id, text=para, section=sec_id,
+                              bbox=(72.0, y, 540.0, y + 50), order=i))
+            edges.append(Edge(src=sec_id, dst=pid, kind=EdgeKind.CONTAINS))
+            if prev:
+                edges.append(Edge(src=prev, dst=pid, kind=EdgeKind.NEXT))
+            prev = pid
+            texts["text"].append(para)
+            owners["text"].append(pid)
+            for j, sent in enumerate(s for s in re.split(r"(?<=[.!?])\s+", para) if s.strip()):
+                sid = f"{pid}:s{j}"
+                nodes.append(Node(id=sid, layer=Layer.SUBCOMPONENT, kind=NodeKind.SENTENCE, doc=doc_id, text=sent,
+                                  section=sec_id, parent=pid, bbox=(72.0, y + 10 * j, 540.0, y + 10 * j + 10), order=j))
+                edges.append(Edge(src=pid, dst=sid, kind=EdgeKind.CONTAINS))
+                texts["sub"].append(sent)
+                owners["sub"].append(sid)
+    for name, para, target in links:
+        doc_id = _id(name)
+        doc_links.append((doc_id, PendingDocLink(src=f"{doc_id}:p{para}", target=target, provenance="file link")))
+    embeddings = {}
+    for space, encoder in (("text", service.encoders.text), ("sub", service.encoders.sub)):
+        vecs = encoder.encode(texts[space])
+        embeddings.update(dict(zip(owners[space], vecs)))
+    dims = {"documents": service.encoders.text.dim, "sections": service.encoders.text.dim,
+            "components": service.encoders.text.dim, "subcomponents": service.encoders.sub.dim}
+    return Corpus(documents, sections, nodes, embeddings, edges, doc_links, dims=dims)
+
+
+def doc_of(corpus: Corpus, node_id: str) -> str:
+    return corpus.documents[corpus.nodes[node_id].doc].file_name
+
+
+class ScriptedLLM:
+    """The rules backend behind a model's face: every task is one call costing tokens, as a model's
+    would; a task named in `replies` returns that fixed JSON object instead of the rules' answer.
+    `log` keeps (task, tokens) per call, `prompts` every prompt sent."""
+
+    name = "scripted"
+
+    def __init__(self, replies: dict[str, dict[str, Any]] | None = None) -> None:
+        self.usage = LLMUsage()
+        self.replies = dict(replies or {})
+        self.rules = RulesBackend()
+        self.log: list[tuple[str, int]] = []
+        self.prompts: list[str] = []
+
+    def run(self, task: LLMTask[P, A], payload: P) -> A:
+        if task.name in self.replies:
+            out = task.parse(self.replies[task.name])  # a scripted reply must fit the task, as a model's must
+        else:
+            out = task.run_rules(payload)
+        self._count(task.name, task.prompt(payload), out.model_dump_json())
+        return out
+
+    def complete_json(self, task: str, prompt: str, payload: dict[str, Any], schema: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The reader's raw 'answer' prompt."""
+        out = self.replies[task] if task in self.replies else self.rules.complete_json(task, prompt, payload, schema)
+        self._count(task, prompt, json.dumps(out))
+        return out
+
+    def _count(self, task: str, prompt: str, reply: str) -> None:
+        tokens = (len(prompt) + len(reply)) // 4
+        self.usage.calls += 1
+        self.usage.tasks[task] = self.usage.tasks.get(task, 0) + 1
+        self.usage.prompt_tokens += tokens
+        self.log.append((task, tokens))
+        self.prompts.append(prompt)
+
+
+class ScriptedModel:
+    """A model backend whose replies (raw text) are given in advance; "down" fails the call.
+    check_schema=False leaves a misfit to the task's answer model, as a lenient server would."""
+
+    def __init__(self, replies: list[str], check_schema: bool = True) -> None:
+        self.name = "scripted:test"
+        self.usage = LLMUsage()
+        self.replies = list(replies)
+        self.check_schema = check_schema
+        self.prompts: list[str] = []
+
+    def run(self, task: LLMTask[P, A], payload: P) -> A:
+        return run_on_model(self, task, payload)
+
+    def complete_json(self, task: str, prompt: str, payload: dict[str, Any], schema: dict[str, Any] | None = None) -> dict[str, Any]:
+        self.usage.calls += 1
+        self.prompts.append(prompt)
+        reply = self.replies.pop(0)
+        if reply == "down":
+            raise LLMError("connection refused")
+        return parse_json_reply(reply, schema if self.check_schema else None)
+
+
+def openai_service(service: Service, base_url: str, **llm) -> Service:
+    """The session service's settings and encoders with the `openai` backend at `base_url`."""
+    s = service.settings
+    settings = s.model_copy(update={
+        "reader": s.reader.model_copy(update={"llm_backend": "openai"}),
+        "llm": s.llm.model_copy(update={"base_url": base_url, "model": "fake-model", "max_retries": 0, **llm}),
+    })
+    return Service(settings, encoder=service.encoder, sub_encoder=service.encoders.sub)
