@@ -89,10 +89,27 @@ class SamplePreparation:
                 return f"Preparing the sample corpus: {self.done} of {self.total} files"
             return ""
 
+    def wait_quietly(self, timeout_s: float) -> bool:
+        """Block until the sample is ready or `timeout_s` passed; True when it is ready."""
+        return self._ready.wait(timeout_s)
+
     def wait(self, timeout_s: float) -> None:
         """Block until the sample is ready, or raise a message saying how far it got."""
         if not self._ready.wait(timeout_s):
             raise SamplePreparingError(f"{self.describe()}. It is still being built; try again in a minute.")
+
+
+class NewSession:
+    """The initial value of the workspace `gr.State`: Gradio deep-copies it once per session
+    (browser tab or API client alike), and each copy is a new SessionHandle."""
+
+    __slots__ = ("_manager",)
+
+    def __init__(self, manager: SessionManager) -> None:
+        self._manager = manager
+
+    def __deepcopy__(self, memo: dict) -> SessionHandle | NewSession:
+        return self._manager.new_handle()
 
 
 class SessionHandle(os.PathLike):
@@ -110,6 +127,10 @@ class SessionHandle(os.PathLike):
 
     def writable(self, incoming_bytes: int = 0) -> Path:
         return self._manager.workspace_for_write(self.key, incoming_bytes)
+
+    def release(self) -> None:
+        """Start over: the session's own workspace goes and it reads the shared sample again."""
+        self._manager.release(self.key)
 
     def __deepcopy__(self, memo: dict) -> SessionHandle:
         return self
