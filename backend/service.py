@@ -40,7 +40,7 @@ from backend.llm.factory import build_llm
 from backend.packing import TokenBudgetPacker
 from backend.reader import EvidenceReader
 from backend.retrieval.base import Retriever, get_retriever_class, method_names
-from backend.sessions import SamplePreparation
+from backend.sessions import SAMPLE_MARKER, SamplePreparation
 from backend.types import (
     AskResult,
     BBox,
@@ -76,7 +76,6 @@ SAMPLE_DIR = Path(__file__).resolve().parent.parent / "sample_corpus"
 # Ingest cost per page before this server has measured its own: parse + encode with MiniLM on a
 # loaded 2-core CPU ran at 0.8 pages/s (bench/RESULTS.md, "Ingest speed per stage").
 TYPICAL_SECONDS_PER_PAGE = 1.25
-SAMPLE_MARKER = "prepared.key"  # in the sample workspace: the sample_key it was built for
 LARGE_INGEST_S = 60.0  # estimates above this carry a warning before the user presses Ingest
 BLOCK_COLORS = {
     BlockKind.TITLE: "#7b2cbf",

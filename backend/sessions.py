@@ -35,6 +35,10 @@ log = logging.getLogger(__name__)
 
 DB_NAME = "strata.sqlite"
 HARD_LINKED = ("files",)  # folders whose files the store writes by os.replace only (never in place)
+# Not copied: index caches go stale with the session's first write (its generation changes) and the
+# sample's preparation marker means nothing in a session's copy.
+SAMPLE_MARKER = "prepared.key"  # in the sample workspace: the sample key it was built for (Service.sample_key)
+NOT_COPIED = ("index", SAMPLE_MARKER)
 EXPIRED_REMEMBERED = 1000  # expired session keys kept to tell their owner once, oldest forgotten first
 
 
@@ -331,12 +335,13 @@ class SessionManager:
 def copy_workspace(src: Path, dest: Path) -> None:
     """A private copy of a workspace: the database through SQLite's backup (a consistent copy
     even if it is being read), PDF copies hard-linked (the store replaces them by rename, so a
-    link is never written through), everything else copied. Built beside `dest`, then renamed."""
+    link is never written through), index caches left out (stale after the first write),
+    everything else copied. Built beside `dest`, then renamed."""
     tmp = dest.with_name(dest.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     for item in src.iterdir():
-        if item.name == DB_NAME or item.name.startswith(DB_NAME + "-"):
+        if item.name == DB_NAME or item.name.startswith(DB_NAME + "-") or item.name in NOT_COPIED:
             continue
         if item.is_dir() and item.name in HARD_LINKED:
             shutil.copytree(item, tmp / item.name, copy_function=_link_or_copy)
