@@ -173,6 +173,8 @@ class SessionManager:
         self._clock = clock
         self._lock = threading.RLock()
         self._own: dict[str, _Own] = {}
+        self._key_locks: dict[str, threading.Lock] = {}  # one per session writing now: its first write copies once
+        self._pending = 0  # workspaces being copied, counted against max_workspaces
         self._expired: OrderedDict[str, None] = OrderedDict()
         self._stop = threading.Event()
         self._sweeper: threading.Thread | None = None
@@ -204,16 +206,27 @@ class SessionManager:
 
     def workspace_for_write(self, key: str, incoming_bytes: int = 0) -> Path:
         """The session's own workspace (made now from the sample on its first write), checked
-        against the caps. Never the shared sample workspace."""
+        against the caps. Never the shared sample workspace. The copy is made outside the
+        manager's lock (other sessions keep reading meanwhile), under a lock of this session."""
         if self.shared is not None and not self.sample.ready:
             self.sample.wait(self.settings.sample_wait_s)
         with self._lock:
-            self._expired.pop(key, None)
-            own = self._own.get(key)
+            key_lock = self._key_locks.setdefault(key, threading.Lock())
+        with key_lock:
+            with self._lock:
+                self._expired.pop(key, None)
+                own = self._own.get(key)
+                if own is None:
+                    self._make_room()
+                    self._pending += 1
             if own is None:
-                self._make_room()
-                own = _Own(self._create(key), self._clock())
-                self._own[key] = own
+                try:
+                    path = self._create(key)
+                finally:
+                    with self._lock:
+                        self._pending -= 1
+                with self._lock:
+                    own = self._own[key] = _Own(path, self._clock())
             own.last_used = self._clock()
             self._check_bytes(own.path, incoming_bytes)
             if self.shared is not None and own.path.resolve() == self.shared:
@@ -224,6 +237,7 @@ class SessionManager:
         """The session ended or started over: remove its own workspace (if any)."""
         with self._lock:
             own = self._own.pop(key, None)
+            self._key_locks.pop(key, None)
         if own is not None:
             self._delete(own.path)
 
@@ -239,10 +253,10 @@ class SessionManager:
     # ---------------------------------------------------------------- caps and expiry
 
     def _make_room(self) -> None:
-        if len(self._own) < self.settings.max_workspaces:
+        if len(self._own) + self._pending < self.settings.max_workspaces:
             return
         self.expire_idle()
-        if len(self._own) >= self.settings.max_workspaces:
+        if len(self._own) + self._pending >= self.settings.max_workspaces:
             raise SessionLimitError(
                 f"The server already holds {len(self._own)} private workspaces, its limit (sessions.max_workspaces). "
                 "You can still ask questions about the sample corpus; try uploading again in a few minutes."
@@ -274,6 +288,7 @@ class SessionManager:
             gone = [self._own.pop(k) for k in idle]
             for key in idle:
                 self._expired[key] = None
+                self._key_locks.pop(key, None)
             while len(self._expired) > EXPIRED_REMEMBERED:
                 self._expired.popitem(last=False)
         for own in gone:
@@ -322,7 +337,7 @@ class SessionManager:
             copy_workspace(self.shared, path)
         else:
             path.mkdir(parents=True, exist_ok=True)
-        log.info("session %s got its own workspace (%d in all)", key, len(self._own) + 1)
+        log.info("session %s got its own workspace (%d in all)", key, len(self._own) + self._pending)
         return path
 
     def _delete(self, path: Path) -> None:

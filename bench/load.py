@@ -111,7 +111,9 @@ def uploader(url: str, pdf: Path, own: str, other: str, tally: Tally) -> None:
     if c is None:
         return
     report = tally.call("ingest", lambda: c.predict(files=[handle_file(str(pdf))], api_name="/ingest"))
-    if report is not None and report.get("ingested") != 1:
+    if report is None:
+        return  # counted as an error already; its own-file checks would only repeat it
+    if report.get("ingested") != 1:
         with tally.lock:
             tally.errors.append(f"ingest: {pdf.name} not ingested: {report.get('files')}")
     word_own, word_other = own.split("_")[0], other.split("_")[0]
