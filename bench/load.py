@@ -14,7 +14,7 @@ connected, and after the server stopped (session workspaces are removed at shutd
 sample is ready, and stops it at the end. Bounded: --deadline seconds for the whole run, after
 which unfinished calls count as errors and the script stops.
 
-Usage: python bench/load.py [--askers 50] [--asks 4] [--uploaders 10] [--url URL] [--root DIR]
+Usage: python bench/load.py [--askers 50] [--asks 4] [--uploaders 10] [--ramp-s 0] [--url URL] [--root DIR]
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -142,7 +143,9 @@ def run_clients(url: str, args: argparse.Namespace, work: Path, tally: Tally) ->
     ]
     random.Random(3).shuffle(threads)
     deadline = time.monotonic() + args.deadline
-    for t in threads:
+    for i, t in enumerate(threads):  # --ramp-s spreads the clients' arrival, as users arrive, instead of one instant
+        if args.ramp_s and i:
+            time.sleep(args.ramp_s / len(threads))
         t.start()
     for t in threads:
         t.join(max(0.0, deadline - time.monotonic()))
@@ -166,8 +169,8 @@ def report(tally: Tally, wall_s: float, disk: dict[str, int]) -> None:
         print(f"| {kind} | {len(values)} | {statistics.median(values):.1f} | {pct(values, 0.95):.1f} | {max(values):.1f} |")
     ok = sum(len(v) for v in tally.latencies.values())
     print(f"\nok calls: {ok}, errors: {len(tally.errors)}, cross-session results: {len(tally.cross_session)}, wall {wall_s:.0f} s")
-    for line in (tally.errors + tally.cross_session)[:20]:
-        print(f"  - {line}")
+    for line, n in Counter(e.split(" (")[0] for e in tally.errors + tally.cross_session).most_common(20):
+        print(f"  - {n} x {line}")
     mb = 1024 * 1024
     print(f"\nworkspace root: {disk['before'] / mb:.1f} MB before the clients, {disk['during'] / mb:.1f} MB when they finished "
           f"(growth {(disk['during'] - disk['before']) / mb:.1f} MB)", end="")
@@ -186,6 +189,7 @@ def main() -> None:
     ap.add_argument("--root", type=Path, default=None, help="scratch folder for the started app and the probe PDFs")
     ap.add_argument("--workspace-root", type=Path, default=None, help="with --url: that app's workspace root, to measure disk")
     ap.add_argument("--deadline", type=float, default=900.0, help="seconds for the whole client run")
+    ap.add_argument("--ramp-s", type=float, default=0.0, help="start the clients over this many seconds (0: all at once)")
     args = ap.parse_args()
     if args.askers > 200 or args.uploaders > 40:
         ap.error("at most 200 askers and 40 uploaders: this is a loopback bench, not a flood")
