@@ -28,20 +28,21 @@ from backend.errors import StrataError  # noqa: E402
 log = logging.getLogger("strata.app")
 
 
-def prepare_in_background(service, build_sample: bool) -> None:
-    """Build the sample workspace if it must be, then load the encoders and the sample corpus so
-    the first question does not pay for them. Runs after the page is served."""
+def prepare_in_background(service) -> None:
+    """Check the sample workspace and build it if it must be (its files, parser or encoders
+    changed, or this is the first start), then load the encoders and the sample corpus so the
+    first question does not pay for them. Runs after the page is served."""
     started = time.perf_counter()
     try:
-        if build_sample:
-            sample = service.ensure_sample_workspace()
-        else:
-            sample = service.sample_workspace_path() if service.settings.load_sample else None
-        if sample is not None:
+        sample = None
+        if service.settings.load_sample:
+            sample = service.ensure_sample_workspace()  # marks service.sample ready (or failed) itself
             service.corpus(sample)
         service.encoder.encode(["warm-up"])
         log.info("ready: encoders and sample corpus loaded in %.1f s", time.perf_counter() - started)
-    except (OSError, StrataError) as exc:
+    except Exception as exc:  # noqa: BLE001 (a background thread must report every failure, then the page says so)
+        if not service.sample.ready:
+            service.sample.finish(error=str(exc))
         log.error("the sample corpus could not be prepared: %s", exc)
 
 
@@ -54,21 +55,15 @@ def main() -> None:
     log.info("starting Strata (workspaces under %s); loading the libraries", settings.workspace_root.resolve())
     # Imported here, after the first log line: gradio, PyMuPDF and torch take seconds to import on a busy CPU.
     import ui
-    from backend.service import SAMPLE_DIR, Service
+    from backend.service import Service
 
     service = Service(settings)
     sample = None
-    build_sample = False
     if settings.load_sample:
         sample = service.sample_workspace_path()
-        build_sample = not service.sample_prepared()
-        if build_sample:
-            # Marked before the page is built, so the first page already says so.
-            service.sample.start(len(list(SAMPLE_DIR.glob("*.pdf"))))
-            log.info("the sample workspace must be prepared (first start, or its files, parser or encoders changed); "
-                     "it is built behind the running app")
-        else:
-            log.info("reusing the prepared sample workspace %s", sample)
+        # Checked (and built if it must be) behind the served page: the check loads torch to name the
+        # encoders' device, seconds on a busy CPU. Questions and uploads wait for it meanwhile.
+        service.sample.start()
     sessions = ui.session_manager(service, sample)
     sessions.start()
     # A stop by SIGTERM (a service manager, a test's terminate()) unwinds like Ctrl-C, so the finally runs.
@@ -77,7 +72,7 @@ def main() -> None:
     try:
         demo.launch(prevent_thread_lock=True, **ui.launch_options(service))
         log.info("serving %s (%.1f s after start)", demo.local_url, time.perf_counter() - started)
-        threading.Thread(target=prepare_in_background, args=(service, build_sample), name="strata-prepare", daemon=True).start()
+        threading.Thread(target=prepare_in_background, args=(service,), name="strata-prepare", daemon=True).start()
         demo.block_thread()
     finally:
         sessions.close()

@@ -261,10 +261,12 @@ class Service:
         scratch, one file at a time so `self.sample` can say how far it got."""
         path = self.sample_workspace_path()
         if self.sample_prepared():
-            log.info("sample workspace is prepared already (%s); reusing it", path)
+            log.info("reusing the prepared sample workspace %s", path)
+            self.sample.finish()
             return path
         pdfs = sorted(SAMPLE_DIR.glob("*.pdf"))
-        log.info("preparing the sample workspace from %d PDFs in %s (done once; reused by later starts)", len(pdfs), path)
+        log.info("the sample workspace must be prepared (first start, or its files, parser or encoders changed): "
+                 "%d PDFs into %s, once; later starts reuse it", len(pdfs), path)
         self.sample.start(len(pdfs))
         try:
             self._build_sample(path, pdfs)

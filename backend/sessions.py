@@ -65,7 +65,8 @@ class SamplePreparation:
         self.total = 0
         self.error: str | None = None
 
-    def start(self, total: int) -> None:
+    def start(self, total: int = 0) -> None:
+        """Not ready from now on: `total` files to prepare, or 0 while it is only being checked."""
         with self._lock:
             self.done, self.total, self.error = 0, total, None
             self._ready.clear()
@@ -89,6 +90,8 @@ class SamplePreparation:
         with self._lock:
             if self.error:
                 return f"The sample corpus could not be prepared: {self.error}"
+            if not self._ready.is_set() and not self.total:
+                return "Checking the sample corpus prepared by an earlier start"
             if not self._ready.is_set():
                 return f"Preparing the sample corpus: {self.done} of {self.total} files"
             return ""

@@ -56,7 +56,7 @@ def sample_status_html(service: Service) -> str:
     line = service.sample.describe()
     if not line:
         return ""
-    hint = "" if service.sample.error else " (once, at the first start). Questions wait for it; the documents appear when it is done."
+    hint = "" if service.sample.error else ". Questions wait for it; the documents appear when it is done."
     return f'<div class="st-note" id="sample-status">{esc(line)}{esc(hint)}</div>'
 
 
@@ -94,20 +94,24 @@ def build(service: Service, sample_workspace: Path | None = None, sessions: Sess
         settings_ui.status.change(
             ask_tab.follow, inputs=[session_settings], outputs=ask_tab.follow_outputs, api_visibility="private"
         )
-        gr.HTML(f'<div class="st-footer" id="device-info">Running on {esc(service.device_info())}</div>')
+        # Filled when the page loads: naming the device loads torch, which the first page need not wait for.
+        footer = gr.HTML('<div class="st-footer" id="device-info"></div>')
 
         def sample_tick():
             return sample_status_html(service), gr.Timer(active=not service.sample.ready)
 
-        sample_timer.tick(sample_tick, outputs=[sample_status, sample_timer], api_visibility="private", show_progress="hidden")
+        sample_timer.tick(
+            sample_tick, outputs=[sample_status, sample_timer], api_visibility="private", show_progress="hidden",
+            concurrency_limit=None,  # a status read must not queue behind questions
+        )
 
-        def wait_for_sample() -> str:
+        def wait_for_sample() -> tuple[str, str]:
             """A page opened while the sample is prepared lists its documents once it is ready."""
             if sample_workspace is not None and not service.sample.ready:
                 service.sample.wait_quietly(service.settings.sessions.sample_wait_s)
-            return sample_status_html(service)
+            return sample_status_html(service), f'<div class="st-footer" id="device-info">Running on {esc(service.device_info())}</div>'
 
-        loaded = demo.load(wait_for_sample, outputs=[sample_status], api_visibility="private", concurrency_limit=None)
+        loaded = demo.load(wait_for_sample, outputs=[sample_status, footer], api_visibility="private", concurrency_limit=None)
         # The documents list changes while an ingest runs (after each finished file): the Parse tab's
         # picker grows with it instead of waiting for the whole batch.
         library_tab.documents.change(

@@ -26,6 +26,8 @@ gradio_client = pytest.importorskip("gradio_client")
 
 pytestmark = pytest.mark.slow
 
+READY_LINE = "ready: encoders and sample corpus loaded"  # app.py logs it once the sample is loaded
+
 
 def _pdf(path: Path, fact: str) -> Path:
     with pymupdf.open() as pdf:
@@ -37,18 +39,22 @@ def _pdf(path: Path, fact: str) -> Path:
 
 
 def _wait_until_served(proc: subprocess.Popen, url: str, log_path: Path) -> None:
+    """Until the page is served, then until the sample is checked and loaded (behind the page)."""
     deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+    served = False
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             pytest.fail(f"app.py exited with code {proc.returncode}:\n{_log_tail(log_path)}")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as resp:
-                if resp.status == 200:
-                    return
-        except (urllib.error.URLError, OSError):
-            pass
+        if not served:
+            try:
+                with urllib.request.urlopen(url, timeout=2) as resp:
+                    served = resp.status == 200
+            except (urllib.error.URLError, OSError):
+                pass
+        elif READY_LINE in log_path.read_text(encoding="utf-8", errors="replace"):
+            return
         time.sleep(0.5)
-    pytest.fail(f"app.py did not answer on {url}:\n{_log_tail(log_path)}")
+    pytest.fail(f"app.py did not {'get ready' if served else 'answer'} on {url}:\n{_log_tail(log_path)}")
 
 
 @pytest.fixture(scope="module")
