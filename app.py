@@ -64,7 +64,7 @@ def main() -> None:
         # Checked (and built if it must be) behind the served page: the check loads torch to name the
         # encoders' device, seconds on a busy CPU. Questions and uploads wait for it meanwhile.
         service.sample.start()
-    sessions = ui.session_manager(service, sample)
+    sessions = service.session_manager(sample)
     sessions.start()
     # A stop by SIGTERM (a service manager, a test's terminate()) unwinds like Ctrl-C, so the finally runs.
     signal.signal(signal.SIGTERM, lambda _sig, _frame: sys.exit(0))

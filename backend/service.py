@@ -40,7 +40,7 @@ from backend.llm.factory import build_llm
 from backend.packing import TokenBudgetPacker
 from backend.reader import EvidenceReader
 from backend.retrieval.base import Retriever, get_retriever_class, method_names
-from backend.sessions import SAMPLE_MARKER, SamplePreparation
+from backend.sessions import SAMPLE_MARKER, SamplePreparation, SessionManager
 from backend.types import (
     AskResult,
     BBox,
@@ -292,6 +292,13 @@ class Service:
         tmp.write_text(self.sample_key(), encoding="utf-8")
         tmp.replace(path / SAMPLE_MARKER)
         log.info("sample workspace prepared in %.1f s", time.perf_counter() - started)
+
+    def session_manager(self, sample_workspace: Path | None) -> SessionManager:
+        """The sessions of one app: they read `sample_workspace` (None = start empty) until their
+        first write gives them a workspace of their own under workspace_root/sessions."""
+        return SessionManager(
+            self.settings.sessions, self.settings.workspace_root, sample_workspace, self.remove_session_workspace, self.sample
+        )
 
     def new_session_workspace(self, base: Path | None = None) -> Path:
         """A private workspace for one browser session: a copy of `base` (the sample workspace)."""

@@ -188,6 +188,15 @@ class SessionManager:
         """A new session: costs nothing (no folder) until it writes."""
         return SessionHandle(uuid.uuid4().hex[:16], self)
 
+    def state_value(self) -> NewSession:
+        """The initial value of the UI's workspace `gr.State` (a new session per deep copy)."""
+        return NewSession(self)
+
+    def release_value(self, value: object) -> None:
+        """The `gr.State` delete callback: release the session a handle names (other values: nothing to do)."""
+        if isinstance(value, SessionHandle):
+            self.release(value.key)
+
     @property
     def empty_workspace(self) -> Path:
         """What a session reads when there is no sample: a folder that is never created."""

@@ -5,7 +5,7 @@ is the session's workspace, kept in a `gr.State` as a SessionHandle (backend/ses
 session reads the shared sample workspace until its first write gives it a copy of its own,
 which goes when the session ends, sits idle too long, or the server stops. Browser tabs and API
 clients are treated alike. The UI imports nothing from the backend beyond the service facade,
-the sessions, the types, the settings and the errors.
+the types, the settings and the errors.
 """
 
 from __future__ import annotations
@@ -16,8 +16,7 @@ from pathlib import Path
 import gradio as gr
 
 from backend.errors import StrataError
-from backend.service import Service
-from backend.sessions import NewSession, SessionHandle, SessionManager
+from backend.service import Service, SessionManager
 from ui import ask, graph, library, parse
 from ui import api, compare, evaluate
 from ui import settings as settings_tab
@@ -44,13 +43,6 @@ def launch_options(service: Service) -> dict:
     }
 
 
-def session_manager(service: Service, sample_workspace: Path | None) -> SessionManager:
-    """The sessions of one app: they read `sample_workspace` until they write."""
-    return SessionManager(
-        service.settings.sessions, service.settings.workspace_root, sample_workspace, service.remove_session_workspace, service.sample
-    )
-
-
 def sample_status_html(service: Service) -> str:
     """The banner over the tabs while the sample corpus is being prepared ('' once it is ready)."""
     line = service.sample.describe()
@@ -63,17 +55,13 @@ def sample_status_html(service: Service) -> str:
 def build(service: Service, sample_workspace: Path | None = None, sessions: SessionManager | None = None) -> gr.Blocks:
     """The app. Sessions read `sample_workspace` (prepared by app.py, perhaps still being built)
     until their first write; `sessions` defaults to a manager made here."""
-    sessions = sessions or session_manager(service, sample_workspace)
-
-    def drop_workspace(value) -> None:
-        if isinstance(value, SessionHandle):
-            sessions.release(value.key)
+    sessions = sessions or service.session_manager(sample_workspace)
 
     with gr.Blocks(title="Strata", analytics_enabled=False) as demo:
-        workspace = gr.State(None, delete_callback=drop_workspace)
+        workspace = gr.State(None, delete_callback=sessions.release_value)
         # Set after the constructor, which deep-copies its argument: Gradio deep-copies this value
         # once per session (browser or API client), and each copy is a new SessionHandle.
-        workspace.value = NewSession(sessions)
+        workspace.value = sessions.state_value()
         gr.HTML(
             '<div class="st-header"><span class="st-logo">Strata</span>'
             '<span class="st-tagline">PDFs parsed into a hierarchy, questions answered with citations on the page</span></div>'
