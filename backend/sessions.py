@@ -345,10 +345,17 @@ class SessionManager:
 
     def _create(self, key: str) -> Path:
         path = self.root / "sessions" / key
-        if self.shared is not None and (self.shared / DB_NAME).exists():
-            copy_workspace(self.shared, path)
-        else:
-            path.mkdir(parents=True, exist_ok=True)
+        try:
+            if self.shared is not None and (self.shared / DB_NAME).exists():
+                copy_workspace(self.shared, path)
+            else:
+                path.mkdir(parents=True, exist_ok=True)
+        except (OSError, sqlite3.Error) as exc:
+            shutil.rmtree(path.with_name(path.name + ".tmp"), ignore_errors=True)
+            raise StrataError(
+                f"Could not make this session's own workspace ({exc}); the server's disk may be full. "
+                "Questions about the sample corpus still work; try the upload again later."
+            ) from exc
         log.info("session %s got its own workspace (%d in all)", key, len(self._own) + self._pending)
         return path
 

@@ -227,3 +227,16 @@ def test_sample_key_changes_with_the_parser_version(root_service, monkeypatch):
     assert key == root_service.sample_key()
     monkeypatch.setattr(service_module, "PARSER_VERSION", "another-parser")
     assert root_service.sample_key() != key
+
+
+def test_a_failed_copy_says_so_and_leaves_nothing(root_service, shared, tmp_path, monkeypatch):
+    import backend.sessions as sessions_module
+
+    def full_disk(src, dst, *args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(sessions_module.shutil, "copytree", full_disk)
+    m = manager(root_service, shared, tmp_path / "root")
+    with pytest.raises(sessions_module.StrataError, match="disk may be full"):
+        m.new_handle().writable()
+    assert m.count() == 0 and list((tmp_path / "root" / "sessions").iterdir()) == []
