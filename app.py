@@ -1,7 +1,10 @@
-"""Start Strata's web app: settings -> Service -> ui.build(service) -> launch.
+"""Start Strata's web app: settings -> Service -> sessions -> ui.build -> launch.
 
 Serves on 127.0.0.1:7860 unless Gradio's own GRADIO_SERVER_NAME / GRADIO_SERVER_PORT say
-otherwise (as on Hugging Face Spaces). Nothing else happens here: no parsing, no rendering.
+otherwise (as on Hugging Face Spaces). The page is served first: the sample workspace is reused
+when it was prepared by an earlier start with the same files, parser and encoders, and otherwise
+built behind the running app while the page says how far it got. Session workspaces are removed
+at shutdown.
 """
 
 from __future__ import annotations
@@ -9,33 +12,73 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import logging
+import signal
+import sys
+import threading
+import time
 
 # Hugging Face ZeroGPU: `spaces` patches torch and must be imported before anything touches CUDA
 # (the sample workspace below loads the encoder); ui/spaces_gpu.py then wraps the GPU callbacks.
 if importlib.util.find_spec("spaces") is not None:
     importlib.import_module("spaces")
 
-import ui  # noqa: E402
 from backend.config import Settings  # noqa: E402
-from backend.service import Service  # noqa: E402
-from ui.common import quiet_library_loggers  # noqa: E402
+from backend.errors import StrataError  # noqa: E402
 
 log = logging.getLogger("strata.app")
 
 
+def prepare_in_background(service) -> None:
+    """Check the sample workspace and build it if it must be (its files, parser or encoders
+    changed, or this is the first start), then load the encoders and the sample corpus so the
+    first question does not pay for them. Runs after the page is served."""
+    started = time.perf_counter()
+    try:
+        sample = None
+        if service.settings.load_sample:
+            sample = service.ensure_sample_workspace()  # marks service.sample ready (or failed) itself
+            service.corpus(sample)
+        service.encoder.encode(["warm-up"])
+        log.info("ready: encoders and sample corpus loaded in %.1f s", time.perf_counter() - started)
+    except Exception as exc:  # noqa: BLE001 (a background thread must report every failure, then the page says so)
+        if not service.sample.ready:
+            service.sample.finish(error=str(exc))
+        log.error("the sample corpus could not be prepared: %s", exc)
+
+
 def main() -> None:
+    started = time.perf_counter()
     settings = Settings()
     logging.basicConfig(
         level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True
     )
+    log.info("starting Strata (workspaces under %s); loading the libraries", settings.workspace_root.resolve())
+    # Imported here, after the first log line: gradio, PyMuPDF and torch take seconds to import on a busy CPU.
+    import ui
+    from backend.service import Service
+    from ui.common import quiet_library_loggers
+
     quiet_library_loggers()
+
     service = Service(settings)
     sample = None
     if settings.load_sample:
-        log.info("preparing the sample workspace")
-        sample = service.ensure_sample_workspace()
-    demo = ui.build(service, sample_workspace=sample)
-    demo.launch(**ui.launch_options(service))
+        sample = service.sample_workspace_path()
+        # Checked (and built if it must be) behind the served page: the check loads torch to name the
+        # encoders' device, seconds on a busy CPU. Questions and uploads wait for it meanwhile.
+        service.sample.start()
+    sessions = service.session_manager(sample)
+    sessions.start()
+    # A stop by SIGTERM (a service manager, a test's terminate()) unwinds like Ctrl-C, so the finally runs.
+    signal.signal(signal.SIGTERM, lambda _sig, _frame: sys.exit(0))
+    demo = ui.build(service, sample_workspace=sample, sessions=sessions)
+    try:
+        demo.launch(prevent_thread_lock=True, **ui.launch_options(service))
+        log.info("serving %s (%.1f s after start)", demo.local_url, time.perf_counter() - started)
+        threading.Thread(target=prepare_in_background, args=(service,), name="strata-prepare", daemon=True).start()
+        demo.block_thread()
+    finally:
+        sessions.close()
 
 
 if __name__ == "__main__":

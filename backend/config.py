@@ -126,6 +126,20 @@ class LLMSettings(_Section):
     )
 
 
+class SessionSettings(_Section):
+    idle_minutes: float = Field(
+        30.0, description="A session's own workspace is removed after this many minutes without a call (API clients send no "
+        "unload event, so this is what cleans them up).",
+    )
+    max_workspaces: int = Field(
+        50, description="Most sessions with a workspace of their own at once; sessions that only read share the sample."
+    )
+    max_workspace_mb: float = Field(300.0, description="Most MiB one session's workspace may hold (uploads, parse and indexes).")
+    sample_wait_s: float = Field(
+        120.0, description="How long a question or upload waits for the sample corpus being prepared before saying so."
+    )
+
+
 class Settings(BaseSettings):
     """All of Strata's settings. Environment: STRATA_WORKSPACE_ROOT, STRATA_INGEST__MAX_PAGES, ..."""
 
@@ -160,6 +174,7 @@ class Settings(BaseSettings):
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     reader: ReaderSettings = Field(default_factory=ReaderSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
+    sessions: SessionSettings = Field(default_factory=SessionSettings)
 
 
 def iter_setting_names(model: type[BaseModel] = Settings, prefix: str = "STRATA_") -> list[tuple[str, object, str]]:

@@ -43,6 +43,7 @@ from backend.llm.factory import build_llm
 from backend.query import AskReply, QueryPipeline, checked_question, checked_top_k
 from backend.render import BLOCK_COLORS, block_highlights, png_bytes, render_page  # noqa: F401 (ui/parse.py reads BLOCK_COLORS here)
 from backend.retrieval.base import Retriever, get_retriever_class, method_names
+from backend.sessions import SAMPLE_MARKER, SamplePreparation, SessionManager
 from backend.types import (
     AskResult,
     BBox,
@@ -110,6 +111,7 @@ class Service:
         self._lock = threading.RLock()
         self._write_locks: dict[Path, threading.Lock] = {}
         self._ingest_rates: deque[tuple[int, float]] = deque(maxlen=50)  # (pages, seconds) of recently parsed files
+        self.sample = SamplePreparation()  # progress of the sample workspace built behind a running app
 
     # ---------------------------------------------------------------- shared pieces
 
@@ -154,8 +156,14 @@ class Service:
         return WorkspaceStore(Path(workspace), create=create)
 
     def corpus(self, workspace: Path) -> Corpus:
-        """The loaded corpus of a workspace, reloaded when its database has changed."""
+        """The loaded corpus of a workspace, reloaded when its database has changed. A question
+        over the sample workspace while it is being prepared waits for it (sessions.sample_wait_s)."""
         key = Path(workspace).resolve()
+        if not self.sample.ready and key == self.sample_workspace_path():
+            self.sample.wait(self.settings.sessions.sample_wait_s)
+        return self._load_corpus(key)
+
+    def _load_corpus(self, key: Path) -> Corpus:
         store = self._store(key)
         try:
             generation = store.generation
@@ -214,16 +222,71 @@ class Service:
         corpus = self.corpus(workspace)
         return [s for s in corpus.sections.values() if s.doc == doc_id]
 
-    def ensure_sample_workspace(self, progress: Callable[[ProgressEvent], None] | None = None) -> Path:
-        """Build (once) the shared workspace of the sample corpus."""
-        path = (self.settings.workspace_root / "sample").resolve()
+    def sample_workspace_path(self) -> Path:
+        return (self.settings.workspace_root / "sample").resolve()
+
+    def sample_key(self) -> str:
+        """What the prepared sample workspace depends on: the sample files' hashes, the parser
+        version and the encoders' signature (a change to any of them rebuilds it)."""
+        parts = [f"{p.name}:{file_sha256(p)}" for p in sorted(SAMPLE_DIR.glob("*.pdf"))]
+        parts += [f"parser:{PARSER_VERSION}", f"encoders:{self.encoders.signature}"]
+        return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+    def sample_prepared(self) -> bool:
+        """Is the sample workspace on disk built from these files with this parser and these encoders?"""
+        path = self.sample_workspace_path()
+        marker = path / SAMPLE_MARKER
+        if not (path / "strata.sqlite").exists() or not marker.is_file():
+            return False
+        try:
+            return marker.read_text(encoding="utf-8").strip() == self.sample_key()
+        except OSError:
+            return False
+
+    def ensure_sample_workspace(self) -> Path:
+        """The shared, read-only workspace of the sample corpus: reused as it is when it was
+        prepared with the same files, parser and encoders (see sample_key), else rebuilt from
+        scratch, one file at a time so `self.sample` can say how far it got."""
+        path = self.sample_workspace_path()
+        if self.sample_prepared():
+            log.info("reusing the prepared sample workspace %s", path)
+            self.sample.finish()
+            return path
         pdfs = sorted(SAMPLE_DIR.glob("*.pdf"))
-        have = {d.file_name for d in self.documents(path)}
-        if {p.name for p in pdfs} - have:
-            report = self.ingest(path, pdfs, progress)
+        log.info("the sample workspace must be prepared (first start, or its files, parser or encoders changed): "
+                 "%d PDFs into %s, once; later starts reuse it", len(pdfs), path)
+        self.sample.start(len(pdfs))
+        try:
+            self._build_sample(path, pdfs)
+        except Exception as exc:
+            self.sample.finish(error=str(exc))
+            raise
+        self.sample.finish()
+        return path
+
+    def _build_sample(self, path: Path, pdfs: list[Path]) -> None:
+        started = time.perf_counter()
+        with self._lock:
+            self._corpora.pop(path, None)
+        shutil.rmtree(path, ignore_errors=True)
+        for i, pdf in enumerate(pdfs):
+            report = self.ingest(path, [pdf])
             for f in report.failed:
                 log.error("sample %s failed: %s", f.file_name, f.reason)
-        return path
+            self.sample.advance(i + 1)
+            log.info("sample corpus: %d of %d files prepared (%s)", i + 1, len(pdfs), pdf.name)
+        self._load_corpus(path)  # writes the index caches now, so later reads never write into the shared sample
+        tmp = path / (SAMPLE_MARKER + ".tmp")
+        tmp.write_text(self.sample_key(), encoding="utf-8")
+        tmp.replace(path / SAMPLE_MARKER)
+        log.info("sample workspace prepared in %.1f s", time.perf_counter() - started)
+
+    def session_manager(self, sample_workspace: Path | None) -> SessionManager:
+        """The sessions of one app: they read `sample_workspace` (None = start empty) until their
+        first write gives them a workspace of their own under workspace_root/sessions."""
+        return SessionManager(
+            self.settings.sessions, self.settings.workspace_root, sample_workspace, self.remove_session_workspace, self.sample
+        )
 
     def new_session_workspace(self, base: Path | None = None) -> Path:
         """A private workspace for one browser session: a copy of `base` (the sample workspace)."""

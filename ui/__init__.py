@@ -1,9 +1,10 @@
 """Strata's Gradio UI: one module per tab (library, parse, ask), pure HTML renderers in render.py.
 
 `build(service)` lays out the Blocks and wires them to the one `Service`. The only per-user data
-is the session's workspace folder, kept in a `gr.State` as a path string: each browser session
-gets a private copy of the sample workspace when the page loads, and it is deleted when Gradio
-drops the session's state. The UI imports nothing from the backend beyond the service facade,
+is the session's workspace, kept in a `gr.State` as a SessionHandle (backend/sessions.py): a
+session reads the shared sample workspace until its first write gives it a copy of its own,
+which goes when the session ends, sits idle too long, or the server stops. Browser tabs and API
+clients are treated alike. The UI imports nothing from the backend beyond the service facade,
 the types, the settings and the errors.
 """
 
@@ -15,7 +16,7 @@ from pathlib import Path
 import gradio as gr
 
 from backend.errors import StrataError
-from backend.service import Service
+from backend.service import Service, SessionManager
 from ui import ask, graph, library, parse
 from ui import api, compare, evaluate
 from ui import settings as settings_tab
@@ -27,6 +28,8 @@ ASSETS = Path(__file__).resolve().parent.parent / "assets"
 CSS_PATH = ASSETS / "strata.css"
 # System fonts only: the default theme would fetch web fonts, and Strata must work offline.
 FONT = ["system-ui", "-apple-system", "Segoe UI", "Roboto", "Helvetica", "Arial", "sans-serif"]
+QUEUE_CONCURRENCY = 2  # events running at once per concurrency group; 2 cores
+QUEUE_MAX_SIZE = 512  # waiting events; a full queue refuses new ones with a message, so keep it above the expected crowd
 FONT_MONO = ["ui-monospace", "SFMono-Regular", "Menlo", "Consolas", "monospace"]
 
 
@@ -40,23 +43,31 @@ def launch_options(service: Service) -> dict:
     }
 
 
-def build(service: Service, sample_workspace: Path | None = None) -> gr.Blocks:
-    """The app. `sample_workspace` (built by app.py) is copied into each new session's workspace."""
+def sample_status_html(service: Service) -> str:
+    """The banner over the tabs while the sample corpus is being prepared ('' once it is ready)."""
+    line = service.sample.describe()
+    if not line:
+        return ""
+    hint = "" if service.sample.error else ". Questions wait for it; the documents appear when it is done."
+    return f'<div class="st-note" id="sample-status">{esc(line)}{esc(hint)}</div>'
 
-    def drop_workspace(value: str | None) -> None:
-        if not value:
-            return
-        try:
-            service.remove_session_workspace(Path(value))
-        except (OSError, StrataError) as exc:
-            log.warning("could not delete session workspace %s: %s", value, exc)
+
+def build(service: Service, sample_workspace: Path | None = None, sessions: SessionManager | None = None) -> gr.Blocks:
+    """The app. Sessions read `sample_workspace` (prepared by app.py, perhaps still being built)
+    until their first write; `sessions` defaults to a manager made here."""
+    sessions = sessions or service.session_manager(sample_workspace)
 
     with gr.Blocks(title="Strata", analytics_enabled=False) as demo:
-        workspace = gr.State("", delete_callback=drop_workspace)
+        workspace = gr.State(None, delete_callback=sessions.release_value)
+        # Set after the constructor, which deep-copies its argument: Gradio deep-copies this value
+        # once per session (browser or API client), and each copy is a new SessionHandle.
+        workspace.value = sessions.state_value()
         gr.HTML(
             '<div class="st-header"><span class="st-logo">Strata</span>'
             '<span class="st-tagline">PDFs parsed into a hierarchy, questions answered with citations on the page</span></div>'
         )
+        sample_status = gr.HTML(sample_status_html(service), elem_id="sample-status-box")
+        sample_timer = gr.Timer(2.0, active=not service.sample.ready)
         session_settings = settings_tab.new_state(service)  # LLM backend, key and budgets of this session only
         api.build(service, workspace, sample_workspace)  # before the tabs, so its endpoints own the names ingest and ask
         with gr.Tabs():
@@ -71,12 +82,24 @@ def build(service: Service, sample_workspace: Path | None = None) -> gr.Blocks:
         settings_ui.status.change(
             ask_tab.follow, inputs=[session_settings], outputs=ask_tab.follow_outputs, api_visibility="private"
         )
-        gr.HTML(f'<div class="st-footer" id="device-info">Running on {esc(service.device_info())}</div>')
+        # Filled when the page loads: naming the device loads torch, which the first page need not wait for.
+        footer = gr.HTML('<div class="st-footer" id="device-info"></div>')
 
-        def start_session() -> str:
-            return str(service.new_session_workspace(base=sample_workspace))
+        def sample_tick():
+            return sample_status_html(service), gr.Timer(active=not service.sample.ready)
 
-        loaded = demo.load(start_session, outputs=[workspace], api_visibility="private")
+        sample_timer.tick(
+            sample_tick, outputs=[sample_status, sample_timer], api_visibility="private", show_progress="hidden",
+            concurrency_limit=None,  # a status read must not queue behind questions
+        )
+
+        def wait_for_sample() -> tuple[str, str]:
+            """A page opened while the sample is prepared lists its documents once it is ready."""
+            if sample_workspace is not None and not service.sample.ready:
+                service.sample.wait_quietly(service.settings.sessions.sample_wait_s)
+            return sample_status_html(service), f'<div class="st-footer" id="device-info">Running on {esc(service.device_info())}</div>'
+
+        loaded = demo.load(wait_for_sample, outputs=[sample_status, footer], api_visibility="private", concurrency_limit=None)
         # The documents list changes while an ingest runs (after each finished file): the Parse tab's
         # picker grows with it instead of waiting for the whole batch.
         library_tab.documents.change(
@@ -87,5 +110,13 @@ def build(service: Service, sample_workspace: Path | None = None) -> gr.Blocks:
             event.then(library_tab.refresh, inputs=[workspace], outputs=library_tab.refresh_outputs, api_visibility="private").then(
                 parse_tab.refresh, inputs=[workspace, parse_tab.document], outputs=[parse_tab.document], api_visibility="private"
             )
-    demo.queue(default_concurrency_limit=4)
+    configure_queue(demo, service)
     return demo
+
+
+def configure_queue(demo: gr.Blocks, service: Service) -> None:
+    """Queue limits for a small shared server (2 cores, 50 askers and 10 uploaders at once must
+    all get answers, later rather than never): two events run at a time by default, since
+    questions and renders are CPU-bound and more threads only interleave them; ingests run
+    one at a time (see the ingest concurrency group); the queue holds everyone who waits."""
+    demo.queue(default_concurrency_limit=QUEUE_CONCURRENCY, max_size=QUEUE_MAX_SIZE)

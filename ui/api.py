@@ -1,10 +1,11 @@
 """Named API endpoints for programs (`gradio_client`): `/ingest` (PDF files in, a report out) and
 `/ask` (a question in, the answer with citations and ranked results out, as JSON).
 
-A client gets its own workspace, as a browser session does: the first call copies the sample
-workspace into a new session workspace kept in the same gr.State, so documents a client ingests
-are visible to its later asks and to no one else. The endpoints sit on hidden components and
-are registered before the tabs so that they own the names `ingest` and `ask`.
+A client is a session as a browser tab is: it reads the shared sample workspace until its first
+ingest gives it a workspace of its own (backend/sessions.py), so documents a client ingests are
+visible to its later asks and to no one else; the workspace goes after an idle time. The
+endpoints sit on hidden components and are registered before the tabs so that they own the
+names `ingest` and `ask`.
 
     from gradio_client import Client, handle_file
     c = Client("http://127.0.0.1:7860/")
@@ -21,7 +22,7 @@ import gradio as gr
 from backend.errors import StrataError
 from backend.service import Service
 from backend.types import AskResult, IngestReport
-from ui.common import user_errors
+from ui.common import session_workspace, user_errors, writable_workspace
 from ui.spaces_gpu import gpu_task
 
 
@@ -45,9 +46,6 @@ def build(service: Service, workspace: gr.State, sample_workspace: Path | None) 
     """Hidden components and the two named endpoints. Call inside the Blocks, before the tabs."""
     max_files = service.settings.max_upload_files
 
-    def client_workspace(value: str | None) -> Path:
-        return Path(value) if value else service.new_session_workspace(base=sample_workspace)
-
     # The API's parameter names are the callbacks' argument names (files, question, method, top_k).
     with gr.Column(visible=False, elem_id="api-endpoints"):
         files_in = gr.File(label="files", file_count="multiple", file_types=[".pdf"])
@@ -66,19 +64,23 @@ def build(service: Service, workspace: gr.State, sample_workspace: Path | None) 
             raise StrataError("No files were sent. Pass files=[handle_file('report.pdf')].")
         if len(files) > max_files:
             raise StrataError(f"{len(files)} files were sent; at most {max_files} per call.")
-        ws = client_workspace(workspace_value)
-        report = service.ingest(ws, [Path(p) for p in files], display_names=[Path(p).name for p in files])
-        return ingest_payload(report), str(ws)
+        paths = [Path(p) for p in files]
+        ws = writable_workspace(workspace_value, sum(p.stat().st_size for p in paths))
+        report = service.ingest(ws, paths, display_names=[p.name for p in paths])
+        return ingest_payload(report)
 
     @gpu_task
     @user_errors
     def ask(question: str, method: str, top_k: float | None, workspace_value: str):
         """Answer a question over this client's workspace (the sample corpus plus what it ingested)."""
-        ws = client_workspace(workspace_value)
+        ws = session_workspace(workspace_value)
         # top_k goes to the service as sent (None = the default), so 0 or 10,000 is refused there, not replaced.
         result = service.ask(ws, question, method=method or None, top_k=top_k)
-        return ask_payload(result), str(ws)
+        return ask_payload(result)
 
-    ingest_trigger.click(ingest, inputs=[files_in, workspace], outputs=[reply, workspace], api_name="ingest", concurrency_id="ingest")
-    ask_trigger.click(ask, inputs=[question_in, method_in, top_k_in, workspace], outputs=[reply, workspace], api_name="ask",
-                      concurrency_limit=4, concurrency_id="ask")
+    # The lowest limit given to a concurrency group is its limit (the Library's ingest and the Ask tab share these):
+    # one ingest at a time (a parse worker and the encoders use both cores), two questions at a time.
+    ingest_trigger.click(ingest, inputs=[files_in, workspace], outputs=[reply], api_name="ingest",
+                         concurrency_limit=1, concurrency_id="ingest")
+    ask_trigger.click(ask, inputs=[question_in, method_in, top_k_in, workspace], outputs=[reply], api_name="ask",
+                      concurrency_limit=2, concurrency_id="ask")

@@ -11,6 +11,7 @@ makes one service call and hands the result to the pure renderers.
 
 from __future__ import annotations
 
+import hashlib
 import tempfile
 import uuid
 from collections.abc import Callable
@@ -169,10 +170,12 @@ def build(service: Service, workspace: gr.State, with_examples: bool, session_se
             return None
 
     def export_file(ws: Path, result: AskResult) -> str:
-        folder = RUNS_DIR / ws.name  # one file per session, overwritten by each run
+        # Named by the run's content, not the workspace: sessions that only read share one workspace.
+        text = result.model_dump_json(indent=1)
+        folder = RUNS_DIR / hashlib.sha256(text.encode()).hexdigest()[:16]
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"strata-run-{result.method}.json"
-        path.write_text(result.model_dump_json(indent=1), encoding="utf-8")
+        path.write_text(text, encoding="utf-8")
         return str(path)
 
     def show_run(ws: Path, result: AskResult) -> tuple:

@@ -57,8 +57,17 @@ def user_errors(fn: Callable) -> Callable:
     return call
 
 
-def session_workspace(value: str | None) -> Path:
-    """The workspace folder kept in a session's `gr.State` (a path string)."""
+def session_workspace(value) -> Path:
+    """The workspace a session reads now, from its `gr.State` (a SessionHandle: the shared sample
+    until the session's first write; or a path string)."""
     if not value:
         raise StrataError("This browser session has no workspace yet. Reload the page to start a new session.")
     return Path(value)
+
+
+def writable_workspace(value, incoming_bytes: int = 0) -> Path:
+    """The session's own workspace, made on its first write (never the shared sample); every
+    callback that ingests, removes or stores files in the workspace asks for it here."""
+    if hasattr(value, "writable"):
+        return value.writable(incoming_bytes)
+    return session_workspace(value)

@@ -21,7 +21,7 @@ from plotly.subplots import make_subplots
 
 from backend.errors import StrataError
 from backend.service import Service
-from ui.common import PRIVATE, session_workspace, user_errors
+from ui.common import PRIVATE, session_workspace, user_errors, writable_workspace
 from ui.render import duration, empty_state, error_box, esc
 
 log = logging.getLogger(__name__)
@@ -240,7 +240,7 @@ def build(service: Service, workspace: gr.State, session_settings: gr.State) -> 
     def unpack(path: str | None, workspace_value: str, uploaded: list):
         if not path:
             return gr.update(), "", uploaded
-        ws = session_workspace(workspace_value)
+        ws = writable_workspace(workspace_value, Path(path).stat().st_size)
         folder = service.unpack_benchmark(Path(path), ws)
         questions = service.benchmark_questions(folder, ws)
         uploaded = [*uploaded, (folder.name, str(folder))]
@@ -257,7 +257,7 @@ def build(service: Service, workspace: gr.State, session_settings: gr.State) -> 
 
     @user_errors
     def run(workspace_value: str, settings, bench_path: str | None, chosen: list[str], n: float, by: str, progress=gr.Progress()):
-        ws = session_workspace(workspace_value)
+        ws = writable_workspace(workspace_value)  # the exports (and an uploaded collection's index) are written there
         if not bench_path:
             raise StrataError("Pick a benchmark collection (or upload a zip of one) first.")
         if not chosen:

@@ -22,7 +22,7 @@ from backend.errors import StrataError
 from backend.service import Service
 from backend.types import Document, ProgressEvent
 from ui import render
-from ui.common import session_workspace, user_errors
+from ui.common import session_workspace, user_errors, writable_workspace
 
 log = logging.getLogger(__name__)
 
@@ -139,12 +139,12 @@ def build(service: Service, workspace: gr.State, sample_workspace: Path | None) 
 
     @user_errors
     def ingest(paths: list[str] | None, workspace_value: str):
-        ws = session_workspace(workspace_value)
         if not paths:
             raise gr.Error("Choose one or more PDF files first (drop them on the upload box), then press Ingest.")
         if len(paths) > max_files:
             raise gr.Error(f"{len(paths)} files were chosen; at most {max_files} can be ingested at once. Upload them in smaller batches.")
         files = [Path(p) for p in paths]
+        ws = writable_workspace(workspace_value, sum(f.stat().st_size for f in files))
         names = [p.name for p in files]
         board = ProgressBoard(names)
         events: queue.Queue[ProgressEvent] = queue.Queue()
@@ -196,23 +196,21 @@ def build(service: Service, workspace: gr.State, sample_workspace: Path | None) 
 
     @user_errors
     def remove(doc_id: str | None, workspace_value: str):
-        ws = session_workspace(workspace_value)
         if not doc_id:
             raise gr.Error("Pick the document to remove in the list first.")
+        ws = writable_workspace(workspace_value)
         removed = service.remove_document(ws, doc_id)
         docs = service.documents(ws)
         note = f'<div class="st-note">Removed {render.esc(removed.file_name)} from this workspace.</div>'
         return _documents_table(docs), _remove_choices(docs), note, _graph_counts(service, ws)
 
     @user_errors
-    def reset(workspace_value: str):
-        old = workspace_value
-        ws = service.new_session_workspace(base=sample_workspace)
-        if old:
-            service.remove_session_workspace(Path(old))
+    def reset(workspace_value):
+        workspace_value.release()  # the session's own workspace goes; it reads the sample again
+        ws = session_workspace(workspace_value)
         docs = service.documents(ws)
         note = '<div class="st-note">Started a fresh workspace.</div>'
-        return str(ws), _documents_table(docs), _remove_choices(docs), note, "", _graph_counts(service, ws)
+        return workspace_value, _documents_table(docs), _remove_choices(docs), note, "", _graph_counts(service, ws)
 
     ingest_event = ingest_button.click(
         ingest, inputs=[files, workspace], outputs=[progress, report, documents, remove_choice, files, graph_counts],

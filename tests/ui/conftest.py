@@ -58,6 +58,11 @@ def app_server(tmp_path_factory):
             if time.monotonic() > deadline:
                 pytest.fail(f"app.py did not answer on {url} within {SERVER_START_TIMEOUT_S} s:\n{_log_tail(log_path)}")
             time.sleep(0.5)
+        # The app serves before its sample corpus is ready (built behind it on a first start); the tests expect it.
+        while "ready: encoders and sample corpus loaded" not in log_path.read_text(encoding="utf-8", errors="replace"):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"app.py served but its sample corpus was not ready within {SERVER_START_TIMEOUT_S} s:\n{_log_tail(log_path)}")
+            time.sleep(0.5)
         yield url, log_path
     finally:
         proc.terminate()

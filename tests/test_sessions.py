@@ -1,0 +1,242 @@
+"""Session workspaces: nothing on disk until a session writes, its own copy after, caps, idle
+expiry, shutdown, and the shared sample workspace never written through a session."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import os
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+
+from backend.config import SessionSettings
+from backend.service import SAMPLE_DIR, Service
+from backend.sessions import (
+    SamplePreparation,
+    SamplePreparingError,
+    SessionExpiredError,
+    SessionLimitError,
+    SessionManager,
+    copy_workspace,
+    folder_bytes,
+)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def tree_digest(root: Path) -> dict[str, str]:
+    """relative path -> sha256 of every file under root (what 'unchanged' means for a workspace)."""
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(root.rglob("*")) if p.is_file()
+    }
+
+
+@pytest.fixture()
+def shared(sample_workspace, tmp_path) -> Path:
+    """A sample workspace of this test's own (the session fixture's stays untouched)."""
+    dst = tmp_path / "root" / "sample"
+    shutil.copytree(sample_workspace, dst)
+    return dst
+
+
+def manager(service: Service, shared: Path | None, root: Path, clock=None, **limits) -> SessionManager:
+    return SessionManager(
+        SessionSettings(**limits), root, shared, service.remove_session_workspace, clock=clock or Clock()
+    )
+
+
+@pytest.fixture()
+def root_service(service, tmp_path) -> Service:
+    """The session service with its workspace_root pointed at this test's folder (sessions live under it)."""
+    svc = Service(service.settings.model_copy(update={"workspace_root": tmp_path / "root"}))
+    svc._encoders = service._encoders if service._encoders is not None else service.encoders
+    return svc
+
+
+def test_a_session_that_only_reads_creates_nothing(root_service, shared, tmp_path):
+    m = manager(root_service, shared, tmp_path / "root")
+    handle = m.new_handle()
+    assert Path(handle) == shared.resolve()
+    assert root_service.documents(Path(handle))  # reads the sample in place
+    assert not (tmp_path / "root" / "sessions").exists()
+    assert m.count() == 0
+
+
+def test_first_write_gives_an_own_copy_and_reads_follow_it(root_service, shared, tmp_path):
+    m = manager(root_service, shared, tmp_path / "root")
+    handle = m.new_handle()
+    own = handle.writable()
+    assert own != shared.resolve() and own.parent == (tmp_path / "root" / "sessions").resolve()
+    assert Path(handle) == own
+    assert {d.id for d in root_service.documents(own)} == {d.id for d in root_service.documents(shared)}
+    assert handle.writable() == own  # the second write reuses it
+    assert copy.deepcopy(handle) is handle  # gr.State deep-copies values: still the same session
+
+
+def test_two_sessions_never_see_each_others_writes(root_service, shared, tmp_path):
+    m = manager(root_service, shared, tmp_path / "root")
+    a, b = m.new_handle(), m.new_handle()
+    doc = root_service.documents(a.writable())[0]
+    root_service.remove_document(a.writable(), doc.id)
+    assert doc.id not in {d.id for d in root_service.documents(Path(a))}
+    assert doc.id in {d.id for d in root_service.documents(Path(b))}
+    assert Path(b) == shared.resolve()
+
+
+def test_no_session_write_changes_the_shared_sample(root_service, shared, tmp_path):
+    before = tree_digest(shared)
+    m = manager(root_service, shared, tmp_path / "root")
+    handle = m.new_handle()
+    own = handle.writable()
+    docs = root_service.documents(own)
+    for doc in docs:  # unlinks the hard-linked PDF copies in the session's folder
+        root_service.remove_document(own, doc.id)
+    report = root_service.ingest(own, [SAMPLE_DIR / "policy_brief.pdf"])
+    assert report.ok
+    root_service.ask(own, "How many trees were planted?", method="bm25", top_k=3)
+    assert tree_digest(shared) == before
+    assert all(m.workspace_for_write(k) != shared.resolve() for k in ("x", "y"))
+
+
+def test_copy_links_pdf_copies_and_counts_them_once(shared, tmp_path):
+    dest = tmp_path / "copy"
+    copy_workspace(shared, dest)
+    pdfs = list((dest / "files").iterdir())
+    assert pdfs and all(os.stat(p).st_ino == os.stat(shared / "files" / p.name).st_ino for p in pdfs)
+    assert folder_bytes(dest) <= folder_bytes(shared) + 4096
+
+
+def test_cap_on_workspaces_says_what_to_do(root_service, shared, tmp_path):
+    m = manager(root_service, shared, tmp_path / "root", max_workspaces=2)
+    m.new_handle().writable()
+    m.new_handle().writable()
+    reader = m.new_handle()
+    with pytest.raises(SessionLimitError, match="limit.*ask questions about the sample"):
+        reader.writable()
+    assert Path(reader) == shared.resolve()  # reading still works
+
+
+def test_cap_on_bytes_per_session(root_service, shared, tmp_path):
+    m = manager(root_service, shared, tmp_path / "root", max_workspace_mb=1000 / 2**20 * folder_bytes(shared) / 1000 + 0.5)
+    handle = m.new_handle()
+    handle.writable()
+    with pytest.raises(SessionLimitError, match="MiB"):
+        handle.writable(incoming_bytes=2**20)
+
+
+def test_idle_sessions_expire_and_are_told_once(root_service, shared, tmp_path):
+    clock = Clock()
+    m = manager(root_service, shared, tmp_path / "root", clock=clock, idle_minutes=1)
+    idle, busy = m.new_handle(), m.new_handle()
+    idle_path, busy_path = idle.writable(), busy.writable()
+    old = os.path.getmtime(idle_path / "strata.sqlite") - 3600  # the database was not written lately either
+    os.utime(idle_path / "strata.sqlite", (old, old))
+    os.utime(busy_path / "strata.sqlite", (old, old))
+    clock.now += 45
+    Path(busy)  # a read counts as use
+    clock.now += 30
+    assert m.expire_idle() == [idle_path]
+    assert not idle_path.exists() and busy_path.exists()
+    with pytest.raises(SessionExpiredError, match="idle for more than 1 minutes"):
+        Path(idle)
+    assert Path(idle) == shared.resolve()  # told once, then it reads the sample again
+
+
+def test_a_full_server_frees_idle_workspaces_first(root_service, shared, tmp_path):
+    clock = Clock()
+    m = manager(root_service, shared, tmp_path / "root", clock=clock, idle_minutes=1, max_workspaces=1)
+    first = m.new_handle().writable()
+    old = os.path.getmtime(first / "strata.sqlite") - 3600
+    os.utime(first / "strata.sqlite", (old, old))
+    clock.now += 120
+    m.new_handle().writable()
+    assert not first.exists() and m.count() == 1
+
+
+def test_release_and_shutdown_remove_workspaces_and_start_clears_leftovers(root_service, shared, tmp_path):
+    root = tmp_path / "root"
+    leftover = root / "sessions" / "0123456789abcdef"
+    leftover.mkdir(parents=True)
+    m = manager(root_service, shared, root)
+    m.start(sweep_s=3600)
+    assert not leftover.exists()
+    a, b = m.new_handle(), m.new_handle()
+    pa, pb = a.writable(), b.writable()
+    m.release(a.key)
+    assert not pa.exists() and Path(a) == shared.resolve()
+    m.close()
+    assert not pb.exists() and m.count() == 0
+    assert shared.exists()
+
+
+def test_concurrent_first_writes_of_one_session_make_one_workspace(root_service, shared, tmp_path):
+    m = manager(root_service, shared, tmp_path / "root")
+    handle = m.new_handle()
+    paths: list[Path] = []
+    threads = [threading.Thread(target=lambda: paths.append(handle.writable())) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(set(paths)) == 1 and len(list((tmp_path / "root" / "sessions").iterdir())) == 1
+
+
+def test_without_a_sample_sessions_start_empty(root_service, tmp_path):
+    m = manager(root_service, None, tmp_path / "root")
+    handle = m.new_handle()
+    assert root_service.documents(Path(handle)) == []
+    assert not Path(handle).exists()
+    assert (handle.writable() / "strata.sqlite").exists() is False  # an empty folder until its first ingest
+
+
+def test_writes_wait_for_the_sample_being_prepared_then_say_so(root_service, shared, tmp_path):
+    prep = SamplePreparation()
+    prep.start(4)
+    prep.advance(1)
+    m = SessionManager(SessionSettings(sample_wait_s=0.05), tmp_path / "root", shared, root_service.remove_session_workspace, prep)
+    with pytest.raises(SamplePreparingError, match="Preparing the sample corpus: 1 of 4 files"):
+        m.new_handle().writable()
+    prep.finish()
+    assert m.new_handle().writable().exists()
+
+
+def test_questions_over_the_sample_wait_while_it_is_prepared(root_service, shared):
+    root_service.settings = root_service.settings.model_copy(update={"sessions": SessionSettings(sample_wait_s=0.05)})
+    root_service.sample.start(4)
+    try:
+        with pytest.raises(SamplePreparingError, match="0 of 4"):
+            root_service.corpus(shared)
+    finally:
+        root_service.sample.finish()
+    assert root_service.corpus(shared).documents
+
+
+def test_sample_key_changes_with_the_parser_version(root_service, monkeypatch):
+    import backend.service as service_module
+
+    key = root_service.sample_key()
+    assert key == root_service.sample_key()
+    monkeypatch.setattr(service_module, "PARSER_VERSION", "another-parser")
+    assert root_service.sample_key() != key
+
+
+def test_a_failed_copy_says_so_and_leaves_nothing(root_service, shared, tmp_path, monkeypatch):
+    import backend.sessions as sessions_module
+
+    def full_disk(src, dst, *args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(sessions_module.shutil, "copytree", full_disk)
+    m = manager(root_service, shared, tmp_path / "root")
+    with pytest.raises(sessions_module.StrataError, match="disk may be full"):
+        m.new_handle().writable()
+    assert m.count() == 0 and list((tmp_path / "root" / "sessions").iterdir()) == []
