@@ -23,7 +23,6 @@ if importlib.util.find_spec("spaces") is not None:
     importlib.import_module("spaces")
 
 from backend.config import Settings  # noqa: E402
-from backend.errors import StrataError  # noqa: E402
 
 log = logging.getLogger("strata.app")
 

@@ -13,6 +13,7 @@ drawn by backend.render, benchmark folders and their workspaces are backend.eval
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import logging
 import shutil
 import threading

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import gradio as gr
 
-from backend.errors import StrataError
 from backend.service import Service, SessionManager
 from ui import ask, graph, library, parse
 from ui import api, compare, evaluate

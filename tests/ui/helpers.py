@@ -5,19 +5,12 @@ browser test module."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import socket
-import subprocess
-import sys
-import time
 import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
-
-import pymupdf
 
 try:
     from playwright import sync_api
