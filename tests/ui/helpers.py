@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import shutil
 import socket
-import urllib.error
 from pathlib import Path
 
 import pytest
