@@ -154,8 +154,11 @@ def _score_module(score_script: Path):
 
 def score_half(predictions: Path, half: Half, names: Iterable[str], bench: Path = DEFAULT_BENCH,
                score_script: Path | None = None) -> tuple[dict, str]:
-    """score.py's report and SUMMARY line for the predictions over one half of the collections."""
-    score = _score_module(score_script or bench / "score.py")
+    """score.py's report and SUMMARY line for the predictions over one half of the collections
+    (score.py: the one given, else the bench folder's, else ../shared/bench/score.py)."""
+    if score_script is None:
+        score_script = bench / "score.py" if (bench / "score.py").is_file() else SCORE_SCRIPT
+    score = _score_module(score_script)
     with tempfile.TemporaryDirectory(prefix="strata-half-") as tmp:
         root = write_half_bench(Path(tmp), half, list(names), bench)
         report = score.evaluate(str(root), str(predictions), by=())

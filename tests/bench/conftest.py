@@ -35,3 +35,13 @@ def score_script() -> Path:
     if not SCORE_SCRIPT.is_file():
         pytest.skip(f"no score.py at {SCORE_SCRIPT} (the shared bench folder is not here)")
     return SCORE_SCRIPT
+
+
+@pytest.fixture(scope="session")
+def page_baselines_mod():
+    return load_bench_module("page_baselines")
+
+
+@pytest.fixture(scope="session")
+def diagnose_mod():
+    return load_bench_module("diagnose")
