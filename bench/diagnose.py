@@ -476,6 +476,10 @@ def cmd_compare(args) -> int:
         probe = SignalProbe(service.corpus(args.workspace), service.encoder, settings.retrieval.hybrid_alpha)
     names = (args.a, args.b)
     runs = (load_side(args.a, args.a_pred, args, service, questions), load_side(args.b, args.b_pred, args, service, questions))
+    if args.out is not None:
+        for name, pred, run in zip(names, (args.a_pred, args.b_pred), runs):
+            if pred is None:
+                save_run(run, args.out / f"run.{name}.jsonl")
     found = disagreements(questions, names, runs, probe, args.every)
     by_id = {q.id: q for q in questions}
     print(f"# {args.a} against {args.b} on {args.questions}\n")
@@ -493,6 +497,15 @@ def cmd_compare(args) -> int:
                 f.write(json.dumps(_as_json(d)) + "\n")
         log.warning("wrote %s", path)
     return 0
+
+
+def save_run(run: dict[str, Ranked], path: Path) -> None:
+    """A method's pages (and trace) per question, readable again with --a-pred/--b-pred (and by score.py)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as f:
+        for qid, r in run.items():
+            results = [{"doc": d, "page": p} for d, p in r.pages]  # distinct pages, in rank order
+            f.write(json.dumps({"id": qid, "results": results, "answer": None, "trace": r.trace}) + "\n")
 
 
 def _as_json(d: Disagreement) -> dict:

@@ -47,6 +47,7 @@ METHODS = ("page-dense", "page-bm25")
 TOP_PAGES = 10
 SNIPPET_CHARS = 300
 ENCODE_BATCH = 16
+ENCODE_CHUNK = 128  # pages encoded between two saves of the partial vectors
 COLUMNS = ("R@1", "R@5", "R@10", "MRR@10", "All@10", "DocR@10")
 
 
@@ -121,17 +122,29 @@ class MiniLM:
 
 
 def page_vectors(pages: list[Page], encoder: MiniLM, cache: Path) -> tuple[np.ndarray, float]:
-    """(n_pages, 384) vectors, from the cache when texts and model are unchanged; and the seconds spent encoding."""
+    """(n_pages, 384) vectors, from the cache when texts and model are unchanged; and the seconds spent
+    encoding. Encoding goes in chunks saved as it goes, so a run stopped by its time limit resumes."""
     key = _texts_key(pages, encoder.path)
     vec_path, key_path = cache / "vectors.npy", cache / "vectors.key"
     if vec_path.is_file() and key_path.is_file() and key_path.read_text().strip() == key:
         return np.load(vec_path), 0.0
-    start = time.perf_counter()
-    vecs = encoder.encode([p.text for p in pages])
-    seconds = time.perf_counter() - start
     cache.mkdir(parents=True, exist_ok=True)
-    np.save(cache / "vectors.tmp.npy", vecs)
-    os.replace(cache / "vectors.tmp.npy", vec_path)
+    part_path, part_key = cache / "vectors.partial.npy", cache / "vectors.partial.key"
+    done = np.zeros((0, 0), dtype=np.float32)
+    if part_path.is_file() and part_key.is_file() and part_key.read_text().strip() == key:
+        done = np.load(part_path)
+    chunks = [done] if len(done) else []
+    start = time.perf_counter()
+    for first in range(len(done), len(pages), ENCODE_CHUNK):
+        chunks.append(encoder.encode([p.text for p in pages[first:first + ENCODE_CHUNK]]))
+        np.save(cache / "vectors.tmp.npy", np.concatenate(chunks))
+        os.replace(cache / "vectors.tmp.npy", part_path)
+        part_key.write_text(key)
+        log.info("encoded %d/%d pages", min(first + ENCODE_CHUNK, len(pages)), len(pages))
+    seconds = time.perf_counter() - start
+    vecs = np.concatenate(chunks)
+    os.replace(part_path, vec_path)
+    part_key.unlink()
     key_path.write_text(key)
     return vecs, seconds
 

@@ -74,3 +74,38 @@ def test_predictions_per_half_in_score_format(toy_bench, tmp_path, score_script,
     pages = pb.load_pages(toy_bench / "toy", cache / "pages" / "toy")
     _, seconds = pb.page_vectors(pages, encoder, cache / "pages" / "toy")
     assert seconds == 0.0 and encoder._model is None
+
+
+class _CountingEncoder:
+    """Deterministic stand-in for MiniLM that records how many texts each call encodes."""
+
+    path = "counting-encoder"
+
+    def __init__(self, fail_after: int | None = None) -> None:
+        self.calls: list[int] = []
+        self.fail_after = fail_after
+
+    def encode(self, texts):
+        import numpy as np
+
+        if self.fail_after is not None and len(self.calls) >= self.fail_after:
+            raise KeyboardInterrupt("stopped by the time limit")
+        self.calls.append(len(texts))
+        return np.array([[len(t), t.count("a")] for t in texts], dtype=np.float32)
+
+
+def test_page_vectors_resume_after_a_stopped_run(page_baselines_mod, tmp_path, monkeypatch):
+    pb = page_baselines_mod
+    monkeypatch.setattr(pb, "ENCODE_CHUNK", 4)
+    pages = [pb.Page("a.pdf", i + 1, "a" * (i + 1)) for i in range(10)]
+    with pytest.raises(KeyboardInterrupt):
+        pb.page_vectors(pages, _CountingEncoder(fail_after=2), tmp_path)
+    resumed = _CountingEncoder()
+    vecs, _ = pb.page_vectors(pages, resumed, tmp_path)
+    assert resumed.calls == [2]  # only the last chunk was left
+    assert vecs[:, 0].tolist() == [float(i + 1) for i in range(10)]
+    again = _CountingEncoder()
+    assert pb.page_vectors(pages, again, tmp_path)[0].shape == (10, 2) and again.calls == []
+    changed = _CountingEncoder()
+    pb.page_vectors(pages[:9], changed, tmp_path)  # other texts: the cache does not apply
+    assert sum(changed.calls) == 9
