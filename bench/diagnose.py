@@ -71,12 +71,15 @@ def pick_subset(collection: str, n_docs: int, half: split.Half | None = "tune", 
             continue
         docs.extend(new)
         chosen.append(q)
-    for q in chosen:  # distractors, round robin would be fairer; in order is reproducible and enough
-        for d in raw[q.id].get("meta", {}).get("context_docs", []):
-            if len(docs) >= n_docs:
-                break
-            if d not in docs and (bench / collection / "corpus" / d).is_file():
-                docs.append(d)
+    # Distractors round robin over the chosen questions (each question's hard negatives in turn).
+    pools = [[d for d in raw[q.id].get("meta", {}).get("context_docs", []) if (bench / collection / "corpus" / d).is_file()]
+             for q in chosen]
+    while len(docs) < n_docs and any(pools):
+        for pool in pools:
+            while pool and pool[0] in docs:
+                pool.pop(0)
+            if pool and len(docs) < n_docs:
+                docs.append(pool.pop(0))
     in_subset = set(docs)
     answerable = [q for q in questions if {g.doc for g in q.gold} <= in_subset]
     return docs, answerable
