@@ -14,6 +14,7 @@ from pathlib import Path
 
 from backend.config import Settings
 from backend.errors import StrataError
+from backend.logs import configure_logging
 from backend.types import ProgressEvent
 
 log = logging.getLogger("strata.cli")
@@ -177,10 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"error: invalid STRATA_* setting: {exc}", file=sys.stderr)
         return 2
-    logging.basicConfig(level=settings.log_level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
-    for noisy in ("faiss.loader", "bm25s", "sentence_transformers", "httpx"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
+        configure_logging(settings.log_level)
         return args.fn(args, settings)
     except StrataError as exc:
         print(f"error: {exc}", file=sys.stderr)

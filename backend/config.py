@@ -118,7 +118,8 @@ class LLMSettings(_Section):
     )
     max_new_tokens: int = Field(512, description="Most tokens the model may generate per call.")
     hf_model: str = Field(
-        "", description="hf backend: local folder of a transformers causal LM and its tokenizer (save_pretrained layout)."
+        "", description="hf backend: local folder of a transformers causal LM and its tokenizer (save_pretrained layout), "
+        "or a Hub id (owner/name) already in the local Hugging Face cache; nothing is downloaded at question time.",
     )
     device: str = Field("auto", description="hf backend: auto, cpu or cuda. auto picks CUDA when torch sees a GPU.")
     supports_images: bool = Field(

@@ -41,6 +41,7 @@ from backend.ingest.pipeline import Ingestor
 from backend.llm.base import LLMBackend
 from backend.llm.factory import BACKENDS as LLM_BACKENDS
 from backend.llm.factory import build_llm
+from backend.llm.hf import ModelSource, locate_model
 from backend.query import AskReply, QueryPipeline, checked_question, checked_top_k
 from backend.render import BLOCK_COLORS, block_highlights, png_bytes, render_page  # noqa: F401 (ui/parse.py reads BLOCK_COLORS here)
 from backend.retrieval.base import Retriever, get_retriever_class, method_names
@@ -354,6 +355,13 @@ class Service:
     def llm_backends() -> tuple[str, ...]:
         """The LLM backends a question can be answered with (the UI's backend menu)."""
         return LLM_BACKENDS
+
+    @staticmethod
+    def locate_hf_model(name: str, allow_download: bool = False) -> ModelSource:
+        """Where the hf backend's model `name` (a local folder or a Hub id) is; a Hub id missing from the
+        local cache is downloaded only with allow_download (the Settings tab's explicit choice) and never
+        under HF_HUB_OFFLINE (backend.llm.hf.locate_model)."""
+        return locate_model(name, allow_download)
 
     def retriever(self, method: str, corpus: Corpus, llm: LLMBackend | None = None) -> Retriever:
         cls = get_retriever_class(method)

@@ -17,7 +17,8 @@ UI_DIR = REPO_ROOT / "ui"
 BACKEND_DIR = REPO_ROOT / "backend"
 README = REPO_ROOT / "README.md"
 
-UI_ALLOWED_BACKEND = {"backend.service", "backend.types", "backend.config", "backend.errors"}
+# backend.logs: the start-up logging set-up (no heavy imports), which app.py reaches through ui.common.
+UI_ALLOWED_BACKEND = {"backend.service", "backend.types", "backend.config", "backend.errors", "backend.logs"}
 UI_FORBIDDEN = {"fitz", "pymupdf", "faiss", "torch", "transformers", "sentence_transformers"}
 BACKEND_FORBIDDEN = {"gradio", "plotly", "pyvis"}
 

@@ -5,8 +5,11 @@ replay (ui/replay.py), the packed evidence as a tree with a budget slider that r
 release, the ranked results, and saving a run as JSON or loading one back into the views.
 
 The session keeps the last run (an `AskResult`) in a `gr.State`, so picking a citation,
-re-packing or exporting needs no new question. This module only wires callbacks: each unpacks,
-makes one service call and hands the result to the pure renderers.
+re-packing or exporting needs no new question. It also keeps a small digest of the session's
+recent runs per question (RunDigest: method, answer, result units), so that asking the same question
+with another method says what this method contributed: the units only it found, and whether its
+answer is word for word another method's. This module only wires callbacks: each unpacks, makes
+one service call and hands the result to the pure renderers.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeAlias
 
 import gradio as gr
 from pydantic import ValidationError
@@ -103,9 +107,11 @@ def build(service: Service, workspace: gr.State, with_examples: bool, session_se
         if with_examples:
             gr.Examples(SAMPLE_QUESTIONS, inputs=[question], label="Questions about the sample corpus")
         run_state = gr.State(None)
+        history_state = gr.State({})  # AskHistory: digests of this session's recent runs, per question
         with gr.Row(equal_height=False):
             with gr.Column(scale=1):
                 answer = gr.HTML(BEFORE_ASKING, elem_id="ask-answer", js_on_load=CITE_CLICK_JS)
+                contributed = gr.HTML(elem_id="ask-contribution")  # what this method found that others did not
                 citations = gr.HTML(elem_id="ask-citations", js_on_load=CITE_CLICK_JS)
                 facts = gr.HTML(elem_id="ask-facts")
             with gr.Column(scale=1):
@@ -178,13 +184,14 @@ def build(service: Service, workspace: gr.State, with_examples: bool, session_se
         path.write_text(text, encoding="utf-8")
         return str(path)
 
-    def show_run(ws: Path, result: AskResult) -> tuple:
+    def show_run(ws: Path, result: AskResult, contributed_html: str = "") -> tuple:
         """Every view of a run: answer side, replay, pack, results, export."""
         cites = result.answer.citations
         nodes = briefs(ws, result)
         frames = replay.replay_frames(result.trace, nodes)
         return (
             render.render_answer(result),
+            contributed_html,
             render.render_citations(cites, selected=cites[0].n if cites else None),
             render.render_run_facts(result, run_id=uuid.uuid4().hex[:12]),
             first_page(ws, cites),
@@ -200,7 +207,8 @@ def build(service: Service, workspace: gr.State, with_examples: bool, session_se
 
     @gpu_task
     @user_errors
-    def ask(workspace_value: str, session, text: str, method_name: str, backend: str, k: float, budget_tokens: float, *values):
+    def ask(workspace_value: str, session, history: AskHistory | None, text: str, method_name: str, backend: str, k: float,
+            budget_tokens: float, *values):
         ws = session_workspace(workspace_value)
         info = methods.get(method_name)
         if info is None:
@@ -209,7 +217,8 @@ def build(service: Service, workspace: gr.State, with_examples: bool, session_se
             ws, text, method=method_name, top_k=int(k), params=_param_values(info, values), budget=int(budget_tokens),
             llm_backend=backend, llm_settings=getattr(session, "llm", None),
         )
-        return show_run(ws, result)
+        # Compared with the other methods' earlier runs of this question, before this run joins them.
+        return (*show_run(ws, result, render_contribution(result, contribution(result, history))), remember(history, result))
 
     @user_errors
     def show_citation(workspace_value: str, result: AskResult | None, evt: gr.EventData):
@@ -222,9 +231,9 @@ def build(service: Service, workspace: gr.State, with_examples: bool, session_se
 
     @gpu_task
     @user_errors
-    def repack(workspace_value: str, session, result: AskResult | None, budget_tokens: float):
+    def repack(workspace_value: str, session, history: AskHistory | None, result: AskResult | None, budget_tokens: float):
         if result is None:
-            return (gr.skip(),) * 7
+            return (gr.skip(),) * 9
         ws = session_workspace(workspace_value)
         backend = result.llm_backend.split(":", 1)[0]  # "openai:<model>" -> openai
         new = service.repack(
@@ -240,6 +249,8 @@ def build(service: Service, workspace: gr.State, with_examples: bool, session_se
             new,
             gr.update(value=export_file(ws, new), interactive=True),
             render.render_run_facts(new, run_id=uuid.uuid4().hex[:12]),
+            render_contribution(new, contribution(new, history)),  # the answer may now match another method's
+            remember(history, new),
         )
 
     @gpu_task
@@ -269,23 +280,24 @@ def build(service: Service, workspace: gr.State, with_examples: bool, session_se
 
     session = session_settings if session_settings is not None else gr.State(None)
     run_outputs = [
-        answer, citations, facts, citation_image, results, pack, repack_budget, replay_accordion, panel.header,
+        answer, contributed, citations, facts, citation_image, results, pack, repack_budget, replay_accordion, panel.header,
         *panel.load_outputs, run_state, export,
     ]
-    inputs = [workspace, session, question, method, llm_backend, top_k, budget, *slots]
+    inputs = [workspace, session, history_state, question, method, llm_backend, top_k, budget, *slots]
     # The tab's events stay out of the API docs: programs use the named /ask endpoint (ui/api.py).
     private = {"api_visibility": "private"}
     for trigger in (ask_button.click, question.submit):
         # Progress (and an error) shows on the answer box only, not on every panel.
         trigger(
-            ask, inputs=inputs, outputs=run_outputs, concurrency_limit=4, concurrency_id="ask", show_progress_on=[answer],
+            ask, inputs=inputs, outputs=[*run_outputs, history_state], concurrency_limit=4, concurrency_id="ask", show_progress_on=[answer],
             **private,
         )
     answer.click(show_citation, inputs=[workspace, run_state], outputs=[citation_image, citations], **private)
     citations.click(show_citation, inputs=[workspace, run_state], outputs=[citation_image, citations], **private)
     repack_budget.release(
-        repack, inputs=[workspace, session, run_state, repack_budget],
-        outputs=[answer, citations, citation_image, pack, run_state, export, facts], show_progress_on=[pack],
+        repack, inputs=[workspace, session, history_state, run_state, repack_budget],
+        outputs=[answer, citations, citation_image, pack, run_state, export, facts, contributed, history_state],
+        show_progress_on=[pack],
         concurrency_limit=4, concurrency_id="ask", **private,
     )
     run_file.upload(
@@ -295,6 +307,95 @@ def build(service: Service, workspace: gr.State, with_examples: bool, session_se
     # Not session_settings.change: Gradio hashes a watched state's value, and the settings hold
     # pydantic objects it cannot hash. The caller wires `follow` to the Settings tab's Apply.
     return AskTab(question=question, ask_button=ask_button, follow=follow_settings, follow_outputs=[llm_backend, top_k, budget])
+
+
+# ---------------------------------------------------------------- what a method contributed
+
+# Questions remembered per session for the contribution line; each keeps one digest per method
+# (at most top-k units each), so the state stays a few kilobytes.
+MAX_REMEMBERED_QUESTIONS = 8
+Unit: TypeAlias = tuple[str, str, int]  # (node id, document file name, page)
+
+
+@dataclass(frozen=True, slots=True)
+class RunDigest:
+    """What the session remembers of a run to compare the next method's run with."""
+
+    method: str
+    answer: str  # whitespace-normalised answer text ("" when it abstained)
+    units: tuple[Unit, ...]  # the ranked results, best first
+
+    @classmethod
+    def of(cls, result: AskResult) -> RunDigest:
+        answer = "" if result.answer.abstained else " ".join(result.answer.text.split())
+        return cls(result.method, answer, tuple((r.node_id, r.doc, r.page) for r in result.results))
+
+
+AskHistory: TypeAlias = dict[str, dict[str, RunDigest]]  # question key -> method -> its latest run
+
+
+@dataclass(frozen=True, slots=True)
+class Contribution:
+    """A run against the session's earlier runs of the same question with other methods."""
+
+    others: tuple[str, ...]  # the other methods, in the order they were asked
+    only: tuple[Unit, ...]  # this run's units that none of them returned
+    same_answer_as: str | None  # the first of them whose answer is word for word this one
+
+
+def question_key(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def remember(history: AskHistory | None, result: AskResult) -> AskHistory:
+    """A new history with this run as its method's latest for its question (the question moves to
+    the end; the oldest questions beyond MAX_REMEMBERED_QUESTIONS are forgotten)."""
+    out = dict(history or {})
+    key = question_key(result.question)
+    runs = dict(out.pop(key, {}))
+    runs[result.method] = RunDigest.of(result)
+    out[key] = runs
+    for old in list(out)[: max(0, len(out) - MAX_REMEMBERED_QUESTIONS)]:
+        del out[old]
+    return out
+
+
+def contribution(result: AskResult, history: AskHistory | None) -> Contribution | None:
+    """What this run adds to the other methods' runs of the same question; None when there are none."""
+    others = [d for m, d in (history or {}).get(question_key(result.question), {}).items() if m != result.method]
+    if not others:
+        return None
+    seen = {unit[0] for d in others for unit in d.units}
+    mine = RunDigest.of(result)
+    same = next((d.method for d in others if mine.answer and d.answer == mine.answer), None)
+    return Contribution(tuple(d.method for d in others), tuple(u for u in mine.units if u[0] not in seen), same)
+
+
+def _pages_text(units: tuple[Unit, ...], limit: int = 6) -> str:
+    pages = sorted({(doc, page) for _, doc, page in units})
+    shown = ", ".join(f"{render.esc(doc)} p.{page}" for doc, page in pages[:limit])
+    return shown + (f" and {len(pages) - limit} more page(s)" if len(pages) > limit else "")
+
+
+def render_contribution(result: AskResult, c: Contribution | None) -> str:
+    """The line under the answer: units only this method found (and where), or that it found
+    nothing new; with "same answer as X" first when the answers are word for word the same."""
+    if c is None:
+        return ""
+    n, method, same = len(c.only), render.esc(result.method), render.esc(c.same_answer_as or "")
+    if same and n:
+        text = f"Same answer as {same}; different evidence: {n} unit(s) found only by {method}, on {_pages_text(c.only)}"
+    elif same:
+        text = f"Same answer as {same}; same evidence: every result of {method} was also found by another method"
+    elif n:
+        text = f"Found only by {method}: {n} unit(s) on {_pages_text(c.only)}"
+    else:
+        text = f"Found only by {method}: nothing; every result was also found by another method"
+    against = ", ".join(render.esc(m) for m in c.others)
+    return (
+        f'<div class="st-ask-contribution" data-only-count="{n}" data-same-as="{same}">'
+        f'{text}. <span class="st-muted">Compared with {against}, asked earlier in this session.</span></div>'
+    )
 
 
 def read_run(path: Path) -> AskResult:

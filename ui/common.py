@@ -6,29 +6,22 @@ from __future__ import annotations
 
 import functools
 import inspect
-import logging
 from collections.abc import Callable
 from pathlib import Path
 
 import gradio as gr
 
+from backend import logs
 from backend.errors import StrataError
 
 # Keyword arguments for every UI event listener: UI plumbing is not part of the app's API. Only
 # /ingest and /ask (ui/api.py) are public, so gradio_client's view_api() and /info list just those.
 PRIVATE = {"api_visibility": "private"}
 
-# Libraries that log below WARNING on their own: bm25s sets its logger to DEBUG (one line per index
-# build), and transformers warns "Token indices sequence length is longer than ..." whenever the
-# packer counts the tokens of a unit longer than the encoder's window; counting is all it does
-# there (the encoder itself truncates), so the warning is noise for a person reading the app log.
-NOISY_LOGGERS = {"bm25s": logging.WARNING, "transformers.tokenization_utils_base": logging.ERROR}
-
-
 def quiet_library_loggers() -> None:
-    """Hold the chatty libraries' loggers at the levels above. Call once, after logging is configured."""
-    for name, level in NOISY_LOGGERS.items():
-        logging.getLogger(name).setLevel(level)
+    """Hold the chatty libraries' loggers back (backend.logs). Call once, after logging is configured;
+    kept here for app.py, which calls it after its own basicConfig."""
+    logs.quiet_library_loggers()
 
 
 def user_errors(fn: Callable) -> Callable:

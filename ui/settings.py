@@ -1,6 +1,11 @@
 """Settings tab: which LLM backend this browser session answers with (rules / an OpenAI-compatible
-server with base URL, key and model / a local Hugging Face model folder), its budgets (top-k,
-evidence tokens, model calls per question), and what the server runs on (device, encoders).
+server with base URL, key and model / a local Hugging Face model: a folder or a Hub id), its budgets
+(top-k, evidence tokens, model calls per question), and what the server runs on (device, encoders).
+
+A Hub id (Qwen/Qwen2.5-0.5B-Instruct) is taken from the server's Hugging Face cache. It is
+downloaded only when the person ticks "Download from the Hub" for that Apply, and never while the
+server has HF_HUB_OFFLINE set; otherwise Apply says what to do (Service.locate_hf_model). The box is
+unticked again after each Apply, so a later Apply never downloads by surprise.
 
 The choice is per session: a `SessionSettings` in a gr.State, handed to the service with each call
 (`ask_options`); the shared Service's settings are never changed. The API key lives only in that
@@ -13,7 +18,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Literal
 
 import gradio as gr
@@ -29,7 +33,7 @@ log = logging.getLogger(__name__)
 BACKEND_CHOICES = [
     ("Rules (offline heuristics, no model)", "rules"),
     ("OpenAI-compatible server (vLLM, Ollama, TGI, llama.cpp, hosted APIs)", "openai"),
-    ("Local Hugging Face model folder", "hf"),
+    ("Local Hugging Face model (a folder or a Hub id)", "hf"),
 ]
 KeySource = Literal["none", "server", "session"]
 
@@ -43,6 +47,7 @@ class SessionSettings:
     top_k: int
     token_budget: int
     key_source: KeySource = "none"
+    hf_from_hub: bool = False  # llm.hf_model is a Hub id read from the server's HF cache, not a folder
 
     def ask_options(self) -> dict:
         """Keyword arguments for Service.ask / compare / evaluate."""
@@ -58,6 +63,8 @@ class SessionSettings:
             key = {"session": "API key set for this session", "server": "the server's API key"}.get(self.key_source, "no API key")
             return f"openai: model {self.llm.model} at {self.llm.base_url} ({key})"
         if self.llm_backend == "hf":
+            if self.hf_from_hub:
+                return f"hf: Hub model {self.llm.hf_model} (from this server's Hugging Face cache)"
             return f"hf: local model {self.llm.hf_model or '(none chosen)'}"
         return "rules (offline heuristics)"
 
@@ -71,9 +78,11 @@ def default_session_settings(settings: Settings) -> SessionSettings:
 
 def apply_settings(
     current: SessionSettings, server: Settings, backend: str, base_url: str, api_key: str, forget_key: bool, model: str,
-    hf_model: str, top_k: float, token_budget: float, max_calls: float,
+    hf_model: str, top_k: float, token_budget: float, max_calls: float, hf_download: bool = False,
 ) -> SessionSettings:
-    """The session's new settings from the form, checked; the form's key box may be empty (keep the key)."""
+    """The session's new settings from the form, checked; the form's key box may be empty (keep the key).
+    For the hf backend the model must be a folder or a cached Hub id, or `hf_download` must be ticked
+    (then it is downloaded here, before Apply returns)."""
     if backend not in {value for _, value in BACKEND_CHOICES}:
         raise StrataError(f"Unknown LLM backend '{backend}'. Choose rules, openai or hf.")
     base_url, model, hf_model, api_key = (base_url or "").strip(), (model or "").strip(), (hf_model or "").strip(), (api_key or "").strip()
@@ -90,15 +99,17 @@ def apply_settings(
         if key_source == "server" and base_url.rstrip("/") != server.llm.base_url.rstrip("/"):
             # The operator's key is for the operator's server only.
             key, key_source = None, "none"
-    if backend == "hf" and not Path(hf_model).is_dir():
-        raise StrataError(
-            f"No model folder at '{hf_model}'. Give the folder of a transformers causal LM saved with save_pretrained."
-        )
+    hf_from_hub = current.hf_from_hub
+    if backend == "hf":
+        hf_from_hub = Service.locate_hf_model(hf_model, allow_download=bool(hf_download)).from_hub
     llm = current.llm.model_copy(update={
         "base_url": base_url or current.llm.base_url, "model": model or current.llm.model, "api_key": key,
         "hf_model": hf_model, "max_calls_per_question": int(max_calls),
     })
-    new = replace(current, llm_backend=backend, llm=llm, top_k=int(top_k), token_budget=int(token_budget), key_source=key_source)
+    new = replace(
+        current, llm_backend=backend, llm=llm, top_k=int(top_k), token_budget=int(token_budget), key_source=key_source,
+        hf_from_hub=hf_from_hub,
+    )
     log.info("session settings: LLM backend %s, top-k %d, budget %d tokens", backend, new.top_k, new.token_budget)
     return new
 
@@ -129,6 +140,24 @@ def render_server(service: Service) -> str:
     return f'<table class="st-settings-server">{body}</table>'
 
 
+def on_apply(
+    current: SessionSettings, server: Settings, backend: str, base_url: str, api_key: str, forget_key: bool, model: str,
+    hf_model: str, hf_download: bool, top_k: float, token_budget: float, max_calls: float,
+) -> tuple:
+    """The Apply button: (session settings, key box, forget box, download box, status HTML). The key box
+    is emptied and both boxes unticked whatever happens: what was typed is never sent back, and a
+    download is asked for one Apply at a time. A refused form keeps the current settings and says why."""
+    reset = (gr.update(value=""), gr.update(value=False), gr.update(value=False))
+    try:
+        new = apply_settings(
+            current, server, backend, base_url, api_key, forget_key, model, hf_model, top_k, token_budget, max_calls,
+            hf_download=hf_download,
+        )
+    except StrataError as exc:
+        return current, *reset, error_box(str(exc)) + render_status(current)
+    return new, *reset, render_status(new)
+
+
 @dataclass(slots=True)
 class SettingsTab:
     apply_button: gr.Button
@@ -145,7 +174,8 @@ def build(service: Service, state: gr.State) -> SettingsTab:
     with gr.Tab("Settings", id="settings"):
         gr.Markdown(
             "Choose how this browser session answers: the offline **rules** backend, any **OpenAI-compatible** "
-            "server, or a **local model** folder. Settings apply to this session only and are forgotten when it ends."
+            "server, or a **local model** (a folder, or a Hub id such as Qwen/Qwen2.5-0.5B-Instruct). Settings apply to "
+            "this session only and are forgotten when it ends."
         )
         with gr.Row(equal_height=False):
             with gr.Column(scale=3):
@@ -160,8 +190,15 @@ def build(service: Service, state: gr.State) -> SettingsTab:
                     model = gr.Textbox(label="Model", value=start.llm.model, elem_id="settings-model")
                 with gr.Group(visible=start.llm_backend == "hf", elem_id="settings-hf") as hf_group:
                     hf_model = gr.Textbox(
-                        label="Local model folder", value=start.llm.hf_model, elem_id="settings-hf-model",
-                        placeholder="/models/Qwen2.5-1.5B-Instruct (save_pretrained layout)",
+                        label="Model: a local folder or a Hugging Face Hub id", value=start.llm.hf_model,
+                        elem_id="settings-hf-model",
+                        placeholder="Qwen/Qwen2.5-0.5B-Instruct, or /models/Qwen2.5-1.5B-Instruct (save_pretrained layout)",
+                    )
+                    hf_download = gr.Checkbox(
+                        label="Download from the Hub if it is not on this server yet", value=False,
+                        elem_id="settings-hf-download",
+                        info="Off: only a folder or a model already in the server's Hugging Face cache is used. On: Apply "
+                        "downloads its weights once (minutes for 1-4 GB); refused while the server sets HF_HUB_OFFLINE.",
                     )
                 with gr.Row():
                     top_k = gr.Slider(1, 50, value=start.top_k, step=1, label="Top-k results", elem_id="settings-top-k")
@@ -176,13 +213,9 @@ def build(service: Service, state: gr.State) -> SettingsTab:
                 gr.Markdown("**This server**")
                 gr.HTML(render_server(service), elem_id="settings-server")
 
-    def apply(current: SessionSettings, *form):
-        # The key box is emptied and the checkbox reset whatever happens: what was typed is never sent back.
-        try:
-            new = apply_settings(current, service.settings, *form)
-        except StrataError as exc:
-            return current, gr.update(value=""), gr.update(value=False), error_box(str(exc)) + render_status(current)
-        return new, gr.update(value=""), gr.update(value=False), render_status(new)
+    def apply(current: SessionSettings, backend_name, url, key, forget, model_name, hf_name, download, k, tokens, calls,
+              progress=gr.Progress(track_tqdm=True)):  # track_tqdm: a download's progress bars show on the status
+        return on_apply(current, service.settings, backend_name, url, key, forget, model_name, hf_name, download, k, tokens, calls)
 
     backend.change(
         lambda name: (gr.update(visible=name == "openai"), gr.update(visible=name == "hf")),
@@ -190,8 +223,8 @@ def build(service: Service, state: gr.State) -> SettingsTab:
     )
     apply_button.click(
         apply,
-        inputs=[state, backend, base_url, api_key, forget_key, model, hf_model, top_k, budget, max_calls],
-        outputs=[state, api_key, forget_key, status],
+        inputs=[state, backend, base_url, api_key, forget_key, model, hf_model, hf_download, top_k, budget, max_calls],
+        outputs=[state, api_key, forget_key, hf_download, status],
         api_visibility="private",  # a key typed here must never appear in the API docs' examples
     )
     return SettingsTab(apply_button=apply_button, status=status)

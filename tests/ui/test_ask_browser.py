@@ -254,3 +254,27 @@ def test_export_and_reimport_a_run(ask_page, browser, app_url, tmp_path):
         assert other.page_errors == []
     finally:
         context.close()
+
+
+CANOPY = "Which district had the largest canopy gain?"
+
+
+def test_a_second_method_says_what_it_found_that_the_first_did_not(ask_page):
+    """The contribution line (ui/ask.py render_contribution): absent on a question's first ask, then
+    naming the earlier method, the units only this one found and their pages, or 'same answer as'."""
+    page = ask_page
+    line = page.locator("#ask-contribution .st-ask-contribution")
+    _ask(page, "bm25", CANOPY)
+    sync_api.expect(line).to_have_count(0)
+    _ask(page, "dense", CANOPY)
+    sync_api.expect(line).to_contain_text("Compared with bm25, asked earlier in this session.")
+    text, only = line.inner_text(), int(line.get_attribute("data-only-count"))
+    if line.get_attribute("data-same-as"):
+        assert text.startswith("Same answer as bm25; " + ("different evidence: " if only else "same evidence: ")), text
+    else:
+        assert text.startswith("Found only by dense: " + (f"{only} unit(s) on " if only else "nothing")), text
+    if only:
+        assert ".pdf p." in text
+    line.scroll_into_view_if_needed()
+    _shot(page, "ask_contribution")
+    assert page.page_errors == []

@@ -1,0 +1,63 @@
+"""Logging set-up for the entry points (the CLI, the web app): one handler on stderr at the chosen
+level, with the chatty libraries held back so that INFO reads as Strata's own stage boundaries.
+
+It configures the process once at start-up; library code only calls `logging.getLogger(__name__)`.
+It does not decide the level (settings.log_level does) and writes nothing to stdout, where the
+CLI's machine-readable output goes.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+from backend.errors import ConfigError
+
+# Libraries that log below WARNING on their own: bm25s sets its logger to DEBUG when it is
+# imported (one line per index build), so a level set before that import is undone; transformers
+# warns "Token indices sequence length is longer than ..." whenever the packer counts the tokens of
+# a unit longer than the encoder's window, and counting is all it does there (the encoder itself
+# truncates). faiss, sentence-transformers and httpx report routine loading and requests at INFO.
+NOISY_LOGGERS: dict[str, int] = {
+    "bm25s": logging.WARNING,
+    "transformers.tokenization_utils_base": logging.ERROR,
+    "faiss.loader": logging.WARNING,
+    "sentence_transformers": logging.WARNING,
+    "httpx": logging.WARNING,
+}
+DEFAULT_FORMAT = "%(levelname)s %(name)s: %(message)s"
+
+
+class LibraryLevelFilter(logging.Filter):
+    """Drops a record of a noisy library below that library's level, whatever level the library
+    set on its own logger (bm25s resets its own at import, after start-up has run)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        name = record.name
+        for prefix, level in NOISY_LOGGERS.items():
+            if name == prefix or name.startswith(prefix + "."):
+                return record.levelno >= level
+        return True
+
+
+def quiet_library_loggers() -> None:
+    """Hold the noisy libraries at the levels above: on their loggers (for those that keep their own
+    handlers, like transformers) and as a filter on the root handlers (for those that reset their
+    level later). Idempotent; call after the root handlers exist."""
+    for name, level in NOISY_LOGGERS.items():
+        logging.getLogger(name).setLevel(level)
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(f, LibraryLevelFilter) for f in handler.filters):
+            handler.addFilter(LibraryLevelFilter())
+
+
+def configure_logging(level: str | int, fmt: str = DEFAULT_FORMAT) -> None:
+    """Log to stderr at `level` (a name like "INFO" or a number) and quiet the noisy libraries.
+    Replaces any handlers set before (force=True), so calling it twice does not double the lines."""
+    if isinstance(level, str):
+        name = level.upper()
+        if not isinstance(logging.getLevelName(name), int):
+            raise ConfigError(f"Unknown log level '{level}'. Set STRATA_LOG_LEVEL to DEBUG, INFO, WARNING or ERROR.")
+        level = name
+    logging.basicConfig(level=level, stream=sys.stderr, format=fmt, force=True)
+    quiet_library_loggers()
