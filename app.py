@@ -23,6 +23,7 @@ if importlib.util.find_spec("spaces") is not None:
     importlib.import_module("spaces")
 
 from backend.config import Settings  # noqa: E402
+from backend.logs import configure_logging  # noqa: E402
 
 log = logging.getLogger("strata.app")
 
@@ -48,16 +49,11 @@ def prepare_in_background(service) -> None:
 def main() -> None:
     started = time.perf_counter()
     settings = Settings()
-    logging.basicConfig(
-        level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True
-    )
+    configure_logging(settings.log_level.upper(), "%(asctime)s %(levelname)s %(name)s: %(message)s")
     log.info("starting Strata (workspaces under %s); loading the libraries", settings.workspace_root.resolve())
     # Imported here, after the first log line: gradio, PyMuPDF and torch take seconds to import on a busy CPU.
     import ui
     from backend.service import Service
-    from ui.common import quiet_library_loggers
-
-    quiet_library_loggers()
 
     service = Service(settings)
     sample = None

@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.ui.helpers import FILLER, REPO, pymupdf
+import pymupdf
+
+from tests.ui.helpers import FILLER, REPO
 
 gradio_client = pytest.importorskip("gradio_client")
 

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.ui.helpers import FILLER, pymupdf
+import pymupdf
+
+from tests.ui.helpers import FILLER
 
 gradio_client = pytest.importorskip("gradio_client")
 

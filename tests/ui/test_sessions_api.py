@@ -20,7 +20,9 @@ from pathlib import Path
 import pytest
 
 from backend.service import SAMPLE_MARKER
-from tests.ui.helpers import FILLER, REPO, SERVER_START_TIMEOUT_S, _free_port, _log_tail, pymupdf
+import pymupdf
+
+from tests.ui.helpers import FILLER, REPO, SERVER_START_TIMEOUT_S, _free_port, _log_tail
 
 gradio_client = pytest.importorskip("gradio_client")
 
