@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from backend.config import IndexSettings
+from backend.errors import ConfigError
 from backend.index.encoders import OnnxTextEncoder, SentenceTransformerEncoder, build_encoders
 
 pytest.importorskip("onnx", reason="the ONNX export needs the onnx package (requirements.txt)")
@@ -66,6 +67,10 @@ def test_token_counts_are_whole_texts_not_truncated(cache):
 def test_build_encoders_uses_onnx_only_with_a_cache_folder(cache):
     assert isinstance(build_encoders(IndexSettings(device="cpu"), onnx_cache=cache).text.inner, OnnxTextEncoder)
     assert isinstance(build_encoders(IndexSettings(device="cpu")).text.inner, SentenceTransformerEncoder)
+    torch_set = build_encoders(IndexSettings(device="cpu", text_runtime="torch"), onnx_cache=cache)
+    assert isinstance(torch_set.text.inner, SentenceTransformerEncoder)
+    with pytest.raises(ConfigError, match="TEXT_RUNTIME"):
+        build_encoders(IndexSettings(text_runtime="tensorrt"), onnx_cache=cache)
 
 
 def test_an_export_that_cannot_run_falls_back_to_torch_for_fp32(tmp_path, monkeypatch):
@@ -77,5 +82,5 @@ def test_an_export_that_cannot_run_falls_back_to_torch_for_fp32(tmp_path, monkey
     monkeypatch.setattr(encoders, "_export_onnx", broken)
     fallback = build_encoders(IndexSettings(device="cpu"), onnx_cache=tmp_path / "empty")
     assert isinstance(fallback.text.inner, SentenceTransformerEncoder)
-    with pytest.raises(encoders.ConfigError, match="onnx"):
-        build_encoders(IndexSettings(device="cpu"), onnx_cache=tmp_path / "empty", int8=True)
+    with pytest.raises(ConfigError, match="onnx"):
+        build_encoders(IndexSettings(device="cpu", text_runtime="onnx-int8"), onnx_cache=tmp_path / "empty")
