@@ -323,13 +323,16 @@ class EncoderSet:
         return f"text={self.text.name};sub={self.sub.name}"
 
 
-def _text_encoder(settings: IndexSettings, onnx_cache: Path | None, int8: bool) -> TextEncoder:
-    """ONNX Runtime on a CPU when a cache folder for the exported graph is given (fp32 unless
-    int8), else torch through sentence-transformers. An export that cannot run falls back to
-    torch for fp32 (same vectors, same name) and fails for int8 (other vectors)."""
+def _text_encoder(settings: IndexSettings, onnx_cache: Path | None) -> TextEncoder:
+    """settings.text_runtime on a CPU: ONNX Runtime (fp32, or int8 weights) when a cache folder
+    for the exported graph is given, else torch through sentence-transformers. An export that
+    cannot run falls back to torch for fp32 (same vectors, same name) and fails for int8."""
+    if settings.text_runtime not in ("onnx", "onnx-int8", "torch"):
+        raise ConfigError(f"STRATA_INDEX__TEXT_RUNTIME is '{settings.text_runtime}'; use 'onnx', 'onnx-int8' or 'torch'.")
     torch_encoder = SentenceTransformerEncoder(settings)
-    if onnx_cache is None or torch_encoder.device != "cpu":
+    if onnx_cache is None or settings.text_runtime == "torch" or torch_encoder.device != "cpu":
         return torch_encoder
+    int8 = settings.text_runtime == "onnx-int8"
     onnx = OnnxTextEncoder(settings, onnx_cache, int8=int8)
     try:
         onnx.dim  # exports the graph on first use
@@ -341,10 +344,10 @@ def _text_encoder(settings: IndexSettings, onnx_cache: Path | None, int8: bool) 
     return onnx
 
 
-def build_encoders(settings: IndexSettings, onnx_cache: Path | None = None, int8: bool = False) -> EncoderSet:
+def build_encoders(settings: IndexSettings, onnx_cache: Path | None = None) -> EncoderSet:
     """The workspace encoders. onnx_cache: folder for the ONNX export of the text encoder (the
-    service passes one under its workspace root); None keeps torch."""
-    text = QueryCachingEncoder(_text_encoder(settings, onnx_cache, int8))
+    service passes workspace_root/cache/onnx); None keeps torch."""
+    text = QueryCachingEncoder(_text_encoder(settings, onnx_cache))
     if settings.subcomponent_encoder == "wordllama":
         sub: TextEncoder = QueryCachingEncoder(WordLlamaEncoder())
     elif settings.subcomponent_encoder == "text":
