@@ -218,7 +218,7 @@ def stage_table(runs: list[Run], details: dict[str, dict[str, float]]) -> str:
     for r in strata:
         names += [k for k in r.stages if k not in names]
     detail_names = sorted({k for d in details.values() for k in d})
-    header = ["stage"] + [f"{r.pipeline[7:-1]} / {r.kind}" for r in strata]
+    header = ["stage"] + [f"{r.pipeline[8:-1]} / {r.kind}" for r in strata]
     rows = [[name] + [f"{r.stages.get(name, 0.0):.2f} ({100 * r.stages.get(name, 0.0) / r.seconds:.0f}%)" for r in strata]
             for name in sorted(names)]
     rows += [[f"detail: {name}"] + [f"{details.get(r.kind, {}).get(name, 0.0):.2f}" for r in strata] for name in detail_names]
