@@ -56,6 +56,14 @@ class IndexSettings(_Section):
     torch_threads: int = Field(
         0, description="CPU threads for the encoder; 0 = one thread for queries, torch's default for batches."
     )
+    text_runtime: str = Field(
+        "onnx",
+        description="CPU runtime of the text encoder: onnx (ONNX Runtime, the torch vectors, faster; exported once into "
+        "workspace_root/cache/onnx), onnx-int8 (int8 weights: faster still, a different encoder for existing workspaces) or torch.",
+    )
+    derive_parents: bool = Field(
+        True, description="Section and document vectors are the mean of their components' vectors (fewer encodes at ingest)."
+    )
     use_gpu_faiss: str = Field("auto", description="auto | yes | no. auto uses FAISS GPU when faiss.get_num_gpus() > 0.")
     image_encoder: str = Field(
         "",

@@ -38,6 +38,7 @@ from backend.index.image import ImageEncoder, build_image_encoder
 from backend.index.vector import gpu_available
 from backend.ingest.parser import PARSER_VERSION, file_sha256, open_validated
 from backend.ingest.pipeline import Ingestor
+from backend.ingest.speed import PageMix, SpeedModel, page_mix
 from backend.llm.base import LLMBackend
 from backend.llm.factory import BACKENDS as LLM_BACKENDS
 from backend.llm.factory import build_llm
@@ -120,7 +121,7 @@ class Service:
     @property
     def encoders(self) -> EncoderSet:
         if self._encoders is None:
-            self._encoders = build_encoders(self.settings.index)
+            self._encoders = build_encoders(self.settings.index, onnx_cache=self.settings.workspace_root / "cache" / "onnx")
         return self._encoders
 
     @property
@@ -489,10 +490,12 @@ class Service:
         known = {d.sha256: d for d in self.documents(workspace)}
         by_name = {d.file_name: d for d in known.values()}
         out: list[FileEstimate] = []
+        mix = PageMix()
         for path, name in zip((Path(f) for f in files), names):
             try:
                 with open_validated(path, self.settings.ingest) as pdf:
                     pages = pdf.page_count
+                    file_mix = page_mix(pdf)
             except BadPdfError as exc:
                 out.append(FileEstimate(file_name=name, status="invalid", reason=exc.reason))
                 continue
@@ -504,13 +507,15 @@ class Service:
             else:
                 status, reason = "new", ""
             out.append(FileEstimate(file_name=name, pages=pages, bytes=path.stat().st_size, status=status, reason=reason))
-        with self._lock:
-            measured_pages = sum(p for p, _ in self._ingest_rates)
-            measured_s = sum(s for _, s in self._ingest_rates)
-        measured = measured_pages > 0
-        rate = measured_s / measured_pages if measured else TYPICAL_SECONDS_PER_PAGE
+            if status != "unchanged":
+                mix = mix + file_mix
+        # Seconds per page of each kind (text, ruled/table, no text layer) this server measured
+        # (backend/ingest/speed.py), else calibrated defaults.
+        model = SpeedModel(self.settings.workspace_root)
+        measured = model.measured
         pages = sum(f.pages for f in out if f.status in ("new", "replaces"))
-        seconds = round(pages * rate, 1)
+        seconds = round(model.estimate(mix), 1)
+        rate = seconds / pages if pages else model.rates()["text"]
         warnings = [f"{f.file_name} will fail: {f.reason}" for f in out if f.status == "invalid"]
         limit = self.settings.max_upload_files
         if len(out) > limit:

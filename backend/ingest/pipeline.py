@@ -7,9 +7,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+
+import numpy as np
+import pymupdf
 
 from backend.config import Settings
 from backend.errors import BadPdfError
@@ -19,13 +23,52 @@ from backend.index.encoders import EncoderSet
 from backend.index.image import ImageEncoder, encode_figures
 from backend.index.texts import index_texts
 from backend.ingest.parser import PARSER_VERSION, file_sha256
+from backend.ingest.speed import SpeedModel, page_mix
 from backend.ingest.worker import ParseWorker
 from backend.llm.factory import build_llm
-from backend.types import FileReport, IngestReport, Layer, ParsedDocument, ProgressEvent
+from backend.types import FileReport, IngestReport, Layer, NodeKind, ParsedDocument, ProgressEvent
 
 log = logging.getLogger(__name__)
 
 ProgressSink = Callable[[ProgressEvent], None]
+ENCODE_CHUNK = 64  # texts per encode call: one progress event each
+
+
+def derivable_parents(parsed: ParsedDocument) -> set[str]:
+    """Sections and documents whose vector can be the mean of their components' vectors: those
+    with at least one component under them (a component's index text carries its section path)."""
+    under: set[str] = set()
+    parent = {s.id: s.parent for s in parsed.sections}
+    for n in parsed.nodes:
+        if n.layer == Layer.COMPONENT:
+            under.add(n.doc)
+            sec = n.section
+            while sec is not None and sec not in under:
+                under.add(sec)
+                sec = parent.get(sec)
+    return {n.id for n in parsed.nodes if n.kind in (NodeKind.SECTION, NodeKind.DOCUMENT) and n.id in under}
+
+
+def parent_vectors(parsed: ParsedDocument, embeddings: dict[str, np.ndarray], parents: set[str]) -> dict[str, np.ndarray]:
+    """L2-normalised mean of the component vectors under each of `parents` (section subtrees;
+    the whole document for a document node)."""
+    parent = {s.id: s.parent for s in parsed.sections}
+    sums: dict[str, np.ndarray] = {}
+    for n in parsed.nodes:
+        if n.layer != Layer.COMPONENT or n.id not in embeddings:
+            continue
+        owners, sec = [n.doc], n.section
+        while sec is not None:
+            owners.append(sec)
+            sec = parent.get(sec)
+        for owner in owners:
+            if owner in parents:
+                sums[owner] = sums[owner] + embeddings[n.id] if owner in sums else embeddings[n.id].astype(np.float32).copy()
+    out: dict[str, np.ndarray] = {}
+    for node_id, vec in sums.items():
+        norm = float(np.linalg.norm(vec))
+        out[node_id] = vec / norm if norm > 0 else vec
+    return out
 
 
 def _counts(parsed: ParsedDocument) -> dict[str, int]:
@@ -41,11 +84,61 @@ def _counts(parsed: ParsedDocument) -> dict[str, int]:
     return dict(c)
 
 
+def _parse_progress(name: str, emit: ProgressSink) -> Callable[[str, int, int], None]:
+    def on_parse(stage: str, done: int, total: int) -> None:
+        emit(ProgressEvent(stage=stage, doc=name, done=done, total=total))
+
+    return on_parse
+
+
+class PrefetchingParser:
+    """The parse worker one file ahead: while this process encodes and stores file i, the worker
+    process parses file i+1, so a batch keeps two cores busy. One parse runs at a time (the
+    worker is one process); a prefetched parse that failed raises its BadPdfError when asked for."""
+
+    def __init__(self, worker: ParseWorker) -> None:
+        self._worker = worker
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="strata-parse-ahead")
+        self._ahead: tuple[Path, Future[ParsedDocument]] | None = None
+
+    def start(self, path: Path, crops_root: Path, name: str, progress: Callable[[str, int, int], None]) -> None:
+        if self._ahead is None:
+            self._ahead = (path, self._pool.submit(self._worker.parse, path, crops_root, name, progress))
+
+    def parse(self, path: Path, crops_root: Path, name: str, progress: Callable[[str, int, int], None]) -> ParsedDocument:
+        if self._ahead is not None and self._ahead[0] == path:
+            future, self._ahead = self._ahead[1], None
+            return future.result()
+        self._drain()
+        return self._worker.parse(path, crops_root, name, progress)
+
+    def _drain(self) -> None:
+        """Wait for a prefetched parse nobody asked for (its file was skipped)."""
+        if self._ahead is not None:
+            future, self._ahead = self._ahead[1], None
+            try:
+                future.result()
+            except (BadPdfError, OSError) as exc:
+                log.debug("prefetched parse of a skipped file failed: %s", exc)
+
+    def __enter__(self) -> PrefetchingParser:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._drain()
+        self._pool.shutdown(wait=True)
+
+
 class Ingestor:
-    def __init__(self, settings: Settings, encoders: EncoderSet, image_encoder: ImageEncoder | None = None) -> None:
+    def __init__(
+        self, settings: Settings, encoders: EncoderSet, image_encoder: ImageEncoder | None = None, *, derive_parents: bool | None = None
+    ) -> None:
         self._settings = settings
         self._encoders = encoders
         self._image_encoder = image_encoder  # None: figures are represented by their text only
+        self._derive_parents = settings.index.derive_parents if derive_parents is None else derive_parents
+        self.timings: defaultdict[str, float] = defaultdict(float)  # seconds per stage over this Ingestor's files
+        self.encoded: Counter[str] = Counter()  # texts encoded per encoder name
 
     def ingest(
         self,
@@ -59,12 +152,13 @@ class Ingestor:
         store.check_image_encoder(self._image_encoder.name if self._image_encoder is not None else None)
         reports: list[FileReport] = []
         names = display_names or [Path(f).name for f in files]
-        with ParseWorker(self._settings.ingest) as worker:
+        with ParseWorker(self._settings.ingest) as process, PrefetchingParser(process) as worker:
             for i, (path, name) in enumerate(zip(files, names)):
                 t0 = time.perf_counter()
                 emit(ProgressEvent(stage="open", doc=name, done=i, total=len(files), message=f"file {i + 1} of {len(files)}"))
+                ahead = [(Path(p), n) for p, n in zip(files[i + 1 : i + 2], names[i + 1 : i + 2])]
                 try:
-                    report = self._ingest_one(store, worker, Path(path), name, emit)
+                    report = self._ingest_one(store, worker, Path(path), name, emit, lambda ahead=ahead: self._prefetch(store, worker, ahead, emit))
                 except BadPdfError as exc:
                     log.warning("%s failed: %s", name, exc.reason)
                     report = FileReport(file_name=name, status="failed", reason=exc.reason)
@@ -75,7 +169,20 @@ class Ingestor:
                 emit(ProgressEvent(stage="done" if report.status != "failed" else "failed", doc=name, done=i + 1, total=len(files), message=report.reason or report.status))
         return IngestReport(workspace=str(store.root), files=reports)
 
-    def _ingest_one(self, store: WorkspaceStore, worker: ParseWorker, path: Path, name: str, emit: ProgressSink) -> FileReport:
+    def _prefetch(self, store: WorkspaceStore, worker: PrefetchingParser, ahead: list[tuple[Path, str]], emit: ProgressSink) -> None:
+        """Start parsing the next file unless it is missing or already in the workspace unchanged."""
+        for path, name in ahead:
+            if not path.is_file():
+                continue
+            existing = store.document_by_sha(file_sha256(path))
+            if existing is not None and existing.parser_version == PARSER_VERSION:
+                continue
+            worker.start(path, store.root / "crops", name, _parse_progress(name, emit))
+
+    def _ingest_one(
+        self, store: WorkspaceStore, worker: PrefetchingParser, path: Path, name: str, emit: ProgressSink,
+        after_parse: Callable[[], None] = lambda: None,
+    ) -> FileReport:
         if not path.is_file():
             raise BadPdfError(name, "file not found")
         sha = file_sha256(path)
@@ -86,32 +193,70 @@ class Ingestor:
                 file_name=name, status="unchanged", doc_id=existing.id, title=existing.title, pages=existing.pages, reason=note
             )
 
-        def on_parse(stage: str, done: int, total: int) -> None:
-            emit(ProgressEvent(stage=stage, doc=name, done=done, total=total))
-
-        parsed = worker.parse(path, store.root / "crops", name, on_parse)
-        emit(ProgressEvent(stage="encode", doc=name, done=0, total=len(parsed.nodes)))
-        sections = {s.id: s for s in parsed.sections}
-        texts = index_texts(parsed.nodes, sections, {parsed.document.id: parsed.document})
-        embeddings = {}
-        for encoder, nodes in (
-            (self._encoders.text, [n for n in parsed.nodes if n.layer != Layer.SUBCOMPONENT]),
-            (self._encoders.sub, [n for n in parsed.nodes if n.layer == Layer.SUBCOMPONENT]),
-        ):
-            vectors = encoder.encode([texts[n.id] for n in nodes])
-            embeddings.update(zip((n.id for n in nodes), vectors))
-        ids = list(embeddings)
-        emit(ProgressEvent(stage="encode", doc=name, done=len(ids), total=len(ids)))
+        started = time.perf_counter()
+        t = started
+        try:
+            parsed = worker.parse(path, store.root / "crops", name, _parse_progress(name, emit))
+        finally:
+            self.timings["parse wait (worker, not overlapped)"] += time.perf_counter() - t
+            after_parse()  # the worker is free: it parses the next file while this one is encoded
+        for stage, seconds in parsed.stage_seconds.items():
+            self.timings[f"parse: {stage}"] += seconds
+        embeddings = self._encode(parsed, name, emit)
         parsed, entity_extractor = self._add_entities(parsed, embeddings, name, emit)
         emit(ProgressEvent(stage="store", doc=name, done=0, total=1))
+        t = time.perf_counter()
         image_embeddings = encode_figures(self._image_encoder, parsed.nodes, store.root) if self._image_encoder is not None else {}
+        self.timings["encode: images"] += time.perf_counter() - t
+        t = time.perf_counter()
         replaced = store.add_document(parsed, path, embeddings, image_embeddings, entity_extractor=entity_extractor)
+        self.timings["index write"] += time.perf_counter() - t
         emit(ProgressEvent(stage="store", doc=name, done=1, total=1))
+        self._record_speed(path, time.perf_counter() - started)
         doc = parsed.document
         return FileReport(
             file_name=name, status="replaced" if replaced is not None else "ingested", doc_id=doc.id, title=doc.title,
             pages=doc.pages, counts=_counts(parsed), warnings=doc.warnings,
         )
+
+    def _record_speed(self, path: Path, seconds: float) -> None:
+        """Add this file's pages (by kind) and seconds to the server's measured speed (speed.py),
+        which the Library's estimate before an ingest reads. A failure only loses the measurement."""
+        try:
+            with pymupdf.open(path) as pdf:
+                mix = page_mix(pdf)
+            SpeedModel(self._settings.workspace_root).record(mix, seconds)
+        except (OSError, RuntimeError, ValueError) as exc:
+            log.warning("could not record the ingest speed of %s: %s", path.name, exc)
+
+    def _encode(self, parsed: ParsedDocument, name: str, emit: ProgressSink) -> dict[str, np.ndarray]:
+        """Every node's vector: sections and documents from their components' vectors (see
+        parent_vectors) where derive_parents is on, the rest with the layer's encoder, in chunks
+        of ENCODE_CHUNK texts so the progress bar moves during the encode."""
+        texts = index_texts(parsed.nodes, {s.id: s for s in parsed.sections}, {parsed.document.id: parsed.document})
+        derived = derivable_parents(parsed) if self._derive_parents else set()
+        jobs = [
+            (self._encoders.text, [n for n in parsed.nodes if n.layer != Layer.SUBCOMPONENT and n.id not in derived]),
+            (self._encoders.sub, [n for n in parsed.nodes if n.layer == Layer.SUBCOMPONENT]),
+        ]
+        total = sum(len(nodes) for _, nodes in jobs)
+        done = 0
+        embeddings: dict[str, np.ndarray] = {}
+        emit(ProgressEvent(stage="encode", doc=name, done=0, total=total))
+        for encoder, nodes in jobs:
+            for start in range(0, len(nodes), ENCODE_CHUNK):
+                chunk = nodes[start : start + ENCODE_CHUNK]
+                t = time.perf_counter()
+                vectors = encoder.encode([texts[n.id] for n in chunk])
+                self.timings[f"encode: {encoder.name}"] += time.perf_counter() - t
+                self.encoded[encoder.name] += len(chunk)
+                embeddings.update(zip((n.id for n in chunk), vectors))
+                done += len(chunk)
+                emit(ProgressEvent(stage="encode", doc=name, done=done, total=total))
+        t = time.perf_counter()
+        embeddings.update(parent_vectors(parsed, embeddings, derived))
+        self.timings["encode: parents from children"] += time.perf_counter() - t
+        return embeddings
 
     def _add_entities(
         self, parsed: ParsedDocument, embeddings: dict, name: str, emit: ProgressSink
@@ -122,9 +267,11 @@ class Ingestor:
         model backend, the per-question call budget bounds the model calls per document; the
         rules extract the chunks past it. Returns the document with them and the extractor's name."""
         emit(ProgressEvent(stage="entities", doc=name, done=0, total=1))
+        t = time.perf_counter()
         doc = parsed.document
         found = extract_document_entities(doc.id, doc.title, parsed.nodes, build_llm(self._settings))
         vectors = self._encoders.sub.encode([entity_index_text(n) for n in found.nodes])
         embeddings.update(zip((n.id for n in found.nodes), vectors))
+        self.timings["entities"] += time.perf_counter() - t
         emit(ProgressEvent(stage="entities", doc=name, done=1, total=1, message=f"{len(found.nodes)} entities"))
         return parsed.model_copy(update={"nodes": parsed.nodes + found.nodes, "edges": parsed.edges + found.edges}), found.extractor

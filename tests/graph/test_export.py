@@ -17,7 +17,7 @@ from PIL import Image
 from backend.errors import StrataError
 from backend.graph import export
 from backend.graph.corpus import Corpus
-from backend.service import TYPICAL_SECONDS_PER_PAGE
+from backend.ingest.speed import DEFAULT_SECONDS, PageMix, SpeedModel
 from backend.types import Document, Edge, EdgeKind, Layer, Node, NodeKind, Section
 from tests.conftest import SAMPLE_PDFS
 
@@ -201,20 +201,21 @@ def test_estimate_counts_pages_and_flags_bad_and_known_files(service, sample_wor
     assert est.seconds == pytest.approx(3 * est.seconds_per_page, abs=0.1)
     assert any("notes.pdf will fail" in w for w in est.warnings)
     if not est.measured:
-        assert est.seconds_per_page == TYPICAL_SECONDS_PER_PAGE
+        assert est.seconds_per_page == DEFAULT_SECONDS["text"]  # text pages, before any measurement
 
 
 def test_estimate_uses_the_rate_measured_by_ingests(strata_settings, tmp_path):
     from backend.service import Service
 
-    svc = Service(strata_settings)
+    settings = strata_settings.model_copy(update={"workspace_root": tmp_path / "root"})  # no measurement yet
+    svc = Service(settings)
     pdf_path = tmp_path / "a.pdf"
     with pymupdf.open() as pdf:
         for _ in range(4):
             pdf.new_page()
         pdf.save(pdf_path)
     assert not svc.estimate_ingest(tmp_path / "ws", [pdf_path]).measured
-    svc._ingest_rates.append((10, 5.0))  # what an ingest of 10 pages in 5 s records
+    SpeedModel(settings.workspace_root).record(PageMix(text=10), 5.0)  # what an ingest of 10 text pages in 5 s records
     est = svc.estimate_ingest(tmp_path / "ws", [pdf_path])
     assert est.measured and est.seconds_per_page == 0.5 and est.seconds == 2.0
 

@@ -1,0 +1,86 @@
+"""MiniLM through ONNX Runtime: exported at run time from the local copy (never downloaded), the
+same vectors as sentence-transformers in fp32, close ones in int8, and whole-text token counts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from backend.config import IndexSettings
+from backend.errors import ConfigError
+from backend.index.encoders import OnnxTextEncoder, SentenceTransformerEncoder, build_encoders
+
+pytest.importorskip("onnx", reason="the ONNX export needs the onnx package (requirements.txt)")
+
+TEXTS = [
+    "Net revenue rose 8% to $4.2 billion in the third quarter, driven by services.",
+    "Press and hold the power button for three seconds to turn the monitor off.",
+    "Table 3: Results on the development set, averaged over five runs.",
+    "The committee approved the budget.",
+    " ".join(["A long paragraph that runs past the encoder's trained length of word pieces."] * 30),
+    "Operating expenses",
+    "Germanwings flight 9525 crashed in the French Alps; the company's social media response is analysed.",
+    "Graduate studies and professional learning programmes for working teachers.",
+    "Cash and cash equivalents at the end of the period",
+    "The hierarchy parser reads the outline first, then numbering, then font sizes.",
+]
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("onnx-cache")
+
+
+@pytest.fixture(scope="module")
+def reference() -> np.ndarray:
+    return SentenceTransformerEncoder(IndexSettings(device="cpu")).encode(TEXTS)
+
+
+def test_fp32_onnx_gives_the_torch_vectors_and_keeps_its_name(cache, reference):
+    enc = OnnxTextEncoder(IndexSettings(device="cpu"), cache)
+    vecs = enc.encode(TEXTS)
+    assert enc.file.is_file() and enc.file.parent == cache
+    assert vecs.shape == reference.shape and vecs.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
+    assert (vecs * reference).sum(axis=1).min() > 0.9999
+    assert enc.name == SentenceTransformerEncoder(IndexSettings(device="cpu")).name  # workspaces mix safely
+    # a query-sized batch (one thread) gives the same vector as the batch did
+    assert float(vecs[2] @ enc.encode([TEXTS[2]])[0]) > 0.9999
+
+
+def test_int8_onnx_is_close_and_is_another_encoder(cache, reference):
+    enc = OnnxTextEncoder(IndexSettings(device="cpu"), cache, int8=True)
+    vecs = enc.encode(TEXTS)
+    cos = (vecs * reference).sum(axis=1)
+    assert cos.min() > 0.95 and cos.mean() > 0.98
+    assert "int8" in enc.name and enc.file.name.endswith("-int8.onnx")
+
+
+def test_token_counts_are_whole_texts_not_truncated(cache):
+    enc = OnnxTextEncoder(IndexSettings(device="cpu"), cache)
+    torch_enc = SentenceTransformerEncoder(IndexSettings(device="cpu"))
+    for text in (TEXTS[0], TEXTS[4]):
+        assert enc.count_tokens(text) == torch_enc.count_tokens(text)
+    assert enc.count_tokens(TEXTS[4]) > 256
+
+
+def test_build_encoders_uses_onnx_only_with_a_cache_folder(cache):
+    assert isinstance(build_encoders(IndexSettings(device="cpu"), onnx_cache=cache).text.inner, OnnxTextEncoder)
+    assert isinstance(build_encoders(IndexSettings(device="cpu")).text.inner, SentenceTransformerEncoder)
+    torch_set = build_encoders(IndexSettings(device="cpu", text_runtime="torch"), onnx_cache=cache)
+    assert isinstance(torch_set.text.inner, SentenceTransformerEncoder)
+    with pytest.raises(ConfigError, match="TEXT_RUNTIME"):
+        build_encoders(IndexSettings(text_runtime="tensorrt"), onnx_cache=cache)
+
+
+def test_an_export_that_cannot_run_falls_back_to_torch_for_fp32(tmp_path, monkeypatch):
+    import backend.index.encoders as encoders
+
+    def broken(*args, **kwargs):
+        raise ImportError("No module named 'onnx'")
+
+    monkeypatch.setattr(encoders, "_export_onnx", broken)
+    fallback = build_encoders(IndexSettings(device="cpu"), onnx_cache=tmp_path / "empty")
+    assert isinstance(fallback.text.inner, SentenceTransformerEncoder)
+    with pytest.raises(ConfigError, match="onnx"):
+        build_encoders(IndexSettings(device="cpu", text_runtime="onnx-int8"), onnx_cache=tmp_path / "empty")

@@ -1,0 +1,103 @@
+"""The ingest time estimate: pages sorted by what drives their cost, and seconds per page of each
+kind fitted to what this server measured (backend/ingest/speed.py)."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pymupdf
+import pytest
+
+from backend.ingest.speed import DEFAULT_SECONDS, FILE_NAME, KINDS, PageMix, SpeedModel, page_mix
+
+
+def _three_kinds_pdf(path) -> None:
+    """Page 1: prose; page 2: prose under a ruled 4x4 grid; page 3: an image and no text layer."""
+    with pymupdf.open() as pdf:
+        page = pdf.new_page()
+        page.insert_text((72, 72), "Plain prose on a page with no drawings at all.")
+        page = pdf.new_page()
+        page.insert_text((72, 60), "Quarterly figures")
+        for i in range(5):
+            page.draw_line((72, 100 + 30 * i), (472, 100 + 30 * i))
+            page.draw_line((72 + 100 * i, 100), (72 + 100 * i, 220))
+        page = pdf.new_page()
+        pix = pymupdf.Pixmap(pymupdf.csRGB, pymupdf.IRect(0, 0, 40, 40), False)
+        pix.clear_with(200)
+        page.insert_image(pymupdf.Rect(72, 72, 472, 472), pixmap=pix)
+        pdf.save(path)
+
+
+def test_page_mix_sorts_pages_by_what_drives_their_cost(tmp_path):
+    path = tmp_path / "mixed.pdf"
+    _three_kinds_pdf(path)
+    with pymupdf.open(path) as pdf:
+        assert page_mix(pdf) == PageMix(text=1, tables=1, ocr=1)
+
+
+def test_page_mix_scales_a_sample_to_the_whole_file(tmp_path):
+    path = tmp_path / "long.pdf"
+    with pymupdf.open() as pdf:
+        for i in range(60):
+            pdf.new_page().insert_text((72, 72), f"page {i}")
+        pdf.save(path)
+    with pymupdf.open(path) as pdf:
+        mix = page_mix(pdf, sample=6)
+    assert mix == PageMix(text=60)
+
+
+def test_defaults_hold_before_any_measurement(tmp_path):
+    model = SpeedModel(tmp_path)
+    assert not model.measured
+    assert model.rates() == DEFAULT_SECONDS
+    assert model.estimate(PageMix(text=10, ocr=2)) == pytest.approx(10 * DEFAULT_SECONDS["text"] + 2 * DEFAULT_SECONDS["ocr"])
+
+
+def test_measurements_persist_and_the_fit_recovers_per_kind_rates(tmp_path):
+    true = {"text": 0.2, "tables": 1.5, "ocr": 4.0}
+    files = [PageMix(40, 2, 0), PageMix(5, 50, 0), PageMix(10, 0, 20), PageMix(30, 30, 5), PageMix(12, 3, 1)]
+    writer = SpeedModel(tmp_path)
+    for mix in files:
+        writer.record(mix, sum(getattr(mix, k) * true[k] for k in KINDS))
+    reader = SpeedModel(tmp_path)  # a fresh server process reads the same file
+    assert reader.measured
+    for kind, rate in reader.rates().items():
+        assert rate == pytest.approx(true[kind], rel=0.1), kind
+    assert json.loads((tmp_path / FILE_NAME).read_text())["observations"][0] == [40, 2, 0, 11.0]
+
+
+def test_a_kind_never_measured_follows_this_servers_speed(tmp_path):
+    model = SpeedModel(tmp_path)
+    model.record(PageMix(text=100), 100 * DEFAULT_SECONDS["text"] * 3)  # this server is 3x slower than the defaults
+    rates = model.rates()
+    assert rates["text"] == pytest.approx(3 * DEFAULT_SECONDS["text"], rel=0.02)
+    assert rates["ocr"] == pytest.approx(3 * DEFAULT_SECONDS["ocr"], rel=0.02)
+
+
+def test_an_unreadable_file_means_defaults_not_a_failure(tmp_path):
+    (tmp_path / FILE_NAME).write_text("{not json")
+    model = SpeedModel(tmp_path)
+    assert not model.measured and model.rates() == DEFAULT_SECONDS
+    model.record(PageMix(text=4), 2.0)
+    assert SpeedModel(tmp_path).measured
+
+
+def test_empty_or_zero_measurements_are_not_recorded(tmp_path):
+    model = SpeedModel(tmp_path)
+    model.record(PageMix(), 3.0)
+    model.record(PageMix(text=3), 0.0)
+    assert not SpeedModel(tmp_path).measured
+
+
+def test_concurrent_ingests_keep_every_measurement(tmp_path):
+    def work(i: int) -> None:
+        SpeedModel(tmp_path).record(PageMix(text=i + 1), 1.0 + i)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    rows = json.loads((tmp_path / FILE_NAME).read_text())["observations"]
+    assert sorted(r[0] for r in rows) == list(range(1, 9))

@@ -1,0 +1,126 @@
+"""The faster ingest keeps its promises: section and document vectors are their components'
+mean, the encode stage reports per chunk, the next file is parsed while this one is encoded,
+and every ingested file adds to the server's measured speed."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+import pymupdf
+import pytest
+
+from backend.config import IngestSettings, Settings
+from backend.graph.store import WorkspaceStore
+from backend.index.encoders import EncoderSet, WordLlamaEncoder
+from backend.ingest import pipeline
+from backend.ingest.parser import parse_pdf
+from backend.ingest.speed import SpeedModel
+from backend.ingest.worker import ParseWorker
+from backend.types import Layer, NodeKind
+
+SAMPLE = Path(__file__).resolve().parents[2] / "sample_corpus"
+
+
+@pytest.fixture(scope="module")
+def parsed():
+    return parse_pdf(SAMPLE / "cool_streets_report.pdf", IngestSettings(), None)
+
+
+def _subtree_components(parsed, section_id: str) -> list[str]:
+    parent = {s.id: s.parent for s in parsed.sections}
+    out = []
+    for n in parsed.nodes:
+        if n.layer != Layer.COMPONENT:
+            continue
+        sec = n.section
+        while sec is not None and sec != section_id:
+            sec = parent.get(sec)
+        if sec == section_id:
+            out.append(n.id)
+    return out
+
+
+def test_parent_vectors_are_the_normalised_mean_of_their_subtree(parsed):
+    rng = np.random.default_rng(0)
+    comps = [n for n in parsed.nodes if n.layer == Layer.COMPONENT]
+    emb = {n.id: v / np.linalg.norm(v) for n, v in zip(comps, rng.normal(size=(len(comps), 16)).astype(np.float32))}
+    parents = pipeline.derivable_parents(parsed)
+    sections = [n for n in parsed.nodes if n.kind == NodeKind.SECTION]
+    assert parsed.document.id in parents and len(sections) > 2
+    vecs = pipeline.parent_vectors(parsed, emb, parents)
+    assert set(vecs) == parents
+    for s in sections:
+        under = _subtree_components(parsed, s.id)
+        assert (s.id in parents) == bool(under), s.id
+        if under:
+            mean = np.sum([emb[c] for c in under], axis=0)
+            assert np.allclose(vecs[s.id], mean / np.linalg.norm(mean), atol=1e-5)
+    whole = np.sum(list(emb.values()), axis=0)
+    assert np.allclose(vecs[parsed.document.id], whole / np.linalg.norm(whole), atol=1e-5)
+
+
+@pytest.fixture()
+def fast_encoders() -> EncoderSet:
+    """The real static encoder in both roles: the pipeline logic, not MiniLM, is under test."""
+    return EncoderSet(WordLlamaEncoder(), WordLlamaEncoder())
+
+
+def _ingest(tmp_path, encoders, files, **kwargs):
+    settings = Settings(workspace_root=tmp_path / "root", load_sample=False)
+    events = []
+    store = WorkspaceStore(tmp_path / "root" / "ws", create=True)
+    try:
+        ingestor = pipeline.Ingestor(settings, encoders, **kwargs)
+        report = ingestor.ingest(store, files, progress=events.append)
+    finally:
+        store.close()
+    return settings, ingestor, report, events
+
+
+def test_encode_progress_moves_per_chunk_and_derived_parents_are_not_encoded(tmp_path, fast_encoders, monkeypatch):
+    monkeypatch.setattr(pipeline, "ENCODE_CHUNK", 8)
+    _, ingestor, report, events = _ingest(tmp_path, fast_encoders, [SAMPLE / "cool_streets_report.pdf"], derive_parents=True)
+    assert report.files[0].status == "ingested"
+    done = [e.done for e in events if e.stage == "encode"]
+    total = {e.total for e in events if e.stage == "encode"}
+    assert len(total) == 1 and done[0] == 0 and done[-1] == total.pop()
+    assert len(done) > 3 and done == sorted(done)  # not just 0/N then N/N
+    _, plain, _, _ = _ingest(tmp_path / "plain", fast_encoders, [SAMPLE / "cool_streets_report.pdf"], derive_parents=False)
+    assert sum(ingestor.encoded.values()) < sum(plain.encoded.values())
+    for stage in ("parse: extract", "encode: wordllama-256", "index write"):
+        assert ingestor.timings[stage] > 0, stage
+
+
+def test_the_next_file_is_parsed_while_this_one_is_encoded(tmp_path, fast_encoders, monkeypatch):
+    threads: dict[str, str] = {}
+    real_parse = ParseWorker.parse
+
+    def spy(self, path, crops_root, display_name, progress=None):
+        threads[display_name] = threading.current_thread().name
+        return real_parse(self, path, crops_root, display_name, progress)
+
+    monkeypatch.setattr(ParseWorker, "parse", spy)
+    bad = tmp_path / "broken.pdf"
+    bad.write_bytes(b"%PDF-1.7\n" + b"\x00garbage" * 50)
+    files = [SAMPLE / "policy_brief.pdf", SAMPLE / "data_annex.pdf", bad, SAMPLE / "policy_brief.pdf", SAMPLE / "methods_appendix.pdf"]
+    settings, _, report, _ = _ingest(tmp_path, fast_encoders, files)
+    assert [f.status for f in report.files] == ["ingested", "ingested", "failed", "unchanged", "ingested"]
+    assert threads["policy_brief.pdf"] == "MainThread"  # the first file has nothing to overlap with
+    assert threads["data_annex.pdf"].startswith("strata-parse-ahead")  # parsed during policy_brief's encode
+    assert threads["broken.pdf"].startswith("strata-parse-ahead")  # its failure still reaches its own report
+    model = SpeedModel(settings.workspace_root)
+    assert model.measured  # the Library's estimate now follows this server
+
+
+def test_a_failed_prefetch_for_a_skipped_file_does_not_leak(tmp_path):
+    worker = ParseWorker(IngestSettings())
+    bad = tmp_path / "broken.pdf"
+    bad.write_bytes(b"%PDF-1.7\n" + b"\x00garbage" * 50)
+    with worker, pipeline.PrefetchingParser(worker) as ahead:
+        ahead.start(bad, tmp_path / "crops", "broken.pdf", lambda *a: None)
+        doc = ahead.parse(SAMPLE / "policy_brief.pdf", tmp_path / "crops", "policy_brief.pdf", lambda *a: None)
+    assert doc.document.pages >= 1
+    with pymupdf.open(SAMPLE / "policy_brief.pdf") as pdf:
+        assert doc.document.pages == pdf.page_count
