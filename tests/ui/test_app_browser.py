@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+import pymupdf
+
 from tests.ui.helpers import (
     BROWSER_MARKS,
     BENCH_CORPUS,
@@ -24,7 +26,6 @@ from tests.ui.helpers import (
     _open_session,
     _open_tab,
     _shot,
-    pymupdf,
     sync_api,
 )
 

@@ -18,6 +18,8 @@ from urllib.parse import urlparse
 import networkx as nx
 import pytest
 
+import pymupdf
+
 from tests.ui.helpers import (
     BROWSER_MARKS,
     FILLER,
@@ -27,7 +29,6 @@ from tests.ui.helpers import (
     _open_session,
     _open_tab,
     _shot,
-    pymupdf,
     sync_api,
 )
 
