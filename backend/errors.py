@@ -78,6 +78,7 @@ def log_name(name: str) -> str:
 _LIBRARY_WORDS = (
     (("out of memory", "malloc", "cannot allocate"), "reading it needed more memory than the parser is allowed"),
     (("password", "encrypt"), "it is encrypted"),
+    (("page tree", "number of pages", "page not in document"), "its page tree is damaged or claims more pages than it holds"),
     (("xref", "object", "trailer", "syntax", "token", "dictionary", "expected", "page tree", "startxref"),
      "part of the file's internal structure is damaged"),
     (("zlib", "flate", "lzw", "ccitt", "jbig2", "jpeg", "jpx", "dct", "image", "decode", "stream"),

@@ -86,7 +86,12 @@ def open_validated(path: Path, settings: IngestSettings, name: str | None = None
     except (RuntimeError, ValueError, OSError, pymupdf.mupdf.FzErrorBase) as exc:
         log.warning("MuPDF could not open %s: %s", log_name(name), exc)
         raise BadPdfError(name, f"damaged PDF that cannot be opened: {library_reason(exc)}") from None
-    _check_opened(doc, name, tail, settings)
+    try:
+        _check_opened(doc, name, tail, settings)
+    except (RuntimeError, ValueError, pymupdf.mupdf.FzErrorBase) as exc:  # e.g. a page tree that claims 10^8 pages
+        doc.close()
+        log.warning("MuPDF could not count the pages of %s: %s", log_name(name), exc)
+        raise BadPdfError(name, f"damaged PDF that cannot be opened: {library_reason(exc)}") from None
     return doc
 
 
@@ -169,8 +174,8 @@ def _extract_pages(pdf: pymupdf.Document, name: str, settings: IngestSettings, m
     if not raw_pages:
         raise BadPdfError(name, "no page of the PDF could be read (damaged or truncated file)")
     if degraded == n_pages and not any(p.blocks for p in raw_pages):
-        first = next(w for w in warnings if w.startswith("page "))
-        raise BadPdfError(name, f"every page is over the parser's bounds and no text could be read; {first}")
+        first = next(w for w in warnings if w.startswith("page ")).split("; ")[0]
+        raise BadPdfError(name, f"every page is over the parser's bounds and no text could be read ({first})")
     if not any(p.blocks for p in raw_pages):
         warnings.append("no text found on any page" + ("" if ocr_engine else " and no OCR engine is installed (install tesseract-ocr)"))
     return raw_pages, warnings
