@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 ProgressFn = Callable[[str, int, int], None]
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PARENT_HEADROOM_MB = 256  # the parent grows while it encodes and stores the file the worker returns
-MIN_WORKER_MB = 384  # below this a worker cannot even import PyMuPDF and parse a small file
+MIN_WORKER_MB = 512  # PyMuPDF alone maps 275 MiB; below this a worker cannot parse a small file
 RESHARE_SLACK_MB = 64  # restart a worker whose limit is this much over the share the parent now leaves it
 WATCH_INTERVAL_S = 0.2
 
@@ -134,6 +134,11 @@ def worker_main() -> None:
     """Entry point of the worker process: one JSON request per stdin line, JSON replies on stdout."""
     settings = IngestSettings.model_validate_json(os.environ["STRATA_PARSE_SETTINGS"])
     memory_mb = int(os.environ.get("STRATA_PARSE_MEMORY_LIMIT_MB", settings.parse_memory_mb))
+    if not settings.table_layout_model and "pymupdf" not in sys.modules:
+        # `import pymupdf` loads pymupdf-layout's ONNX models when that package is installed:
+        # 4 s, 55 MiB resident and 270 MiB of address space per worker, for a model only
+        # table_layout_model uses. Without it the worker starts in 1 s inside a small limit.
+        sys.modules["pymupdf.layout"] = None  # type: ignore[assignment]
     _limit_memory(memory_mb)
     for line in sys.stdin:
         if line.strip():
