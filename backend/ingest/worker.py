@@ -247,10 +247,15 @@ class ParseWorker:
         return _rss_bytes(self._proc.pid) if self._proc is not None and self._proc.poll() is None else 0
 
     def _over_budget(self) -> bool:
-        """Whether the tree (parent + worker + its children, e.g. tesseract) is past the budget."""
+        """Whether the worker (with its children, e.g. tesseract, which get their own address
+        space) is past its share, or the whole tree past the budget with the worker grown: a
+        parent that is over the budget by itself does not fail every file."""
         tree = _rss_bytes(os.getpid())
+        worker = self._worker_rss()
         self.peak_tree_rss = max(self.peak_tree_rss, tree)
-        return tree > self._settings.memory_budget_mb * 2**20
+        if worker > self.share_mb * 2**20:
+            return True
+        return tree > self._settings.memory_budget_mb * 2**20 and worker > MIN_WORKER_MB * 2**20 // 2
 
     def parse(self, path: Path, crops_root: Path | None, display_name: str, progress: ProgressFn | None = None) -> ParsedDocument:
         """Parse one file in the worker; raises BadPdfError (one plain line) for any failure of that file."""

@@ -51,8 +51,8 @@ def test_the_parent_stops_a_worker_past_the_budget(tmp_path, monkeypatch):
     with ParseWorker(IngestSettings(memory_budget_mb=budget)) as worker:
         worker.parse(good, None, "warm.pdf")  # a worker is running
         pid = worker._proc.pid
-        # The tree as the watch sees it while the next file parses: the worker has grown to 3 GiB.
-        monkeypatch.setattr(worker_mod, "_rss_bytes", lambda p: real(p) + (3 * 2**30 if p == os.getpid() else 0))
+        # The tree as the watch sees it while the next file parses: the worker has grown by 3 GiB.
+        monkeypatch.setattr(worker_mod, "_rss_bytes", lambda p: real(p) + 3 * 2**30)
         with pytest.raises(BadPdfError) as stopped:
             worker.parse(good, None, "big.pdf")
         assert "stopped" in stopped.value.reason and f"{budget} MiB memory budget" in stopped.value.reason
@@ -60,6 +60,17 @@ def test_the_parent_stops_a_worker_past_the_budget(tmp_path, monkeypatch):
         monkeypatch.setattr(worker_mod, "_rss_bytes", real)
         assert worker.parse(good, None, "after.pdf").document.file_name == "after.pdf"
         assert worker._proc.pid != pid
+
+
+def test_a_parent_over_the_budget_by_itself_still_parses(tmp_path, monkeypatch):
+    """A server that holds more than the budget (many corpora loaded) gives the worker its
+    minimum share; a worker that stays small is not stopped for the parent's memory."""
+    good = hostile.text_pdf(tmp_path / "good.pdf")
+    real = worker_mod._rss_bytes
+    monkeypatch.setattr(worker_mod, "_rss_bytes", lambda p: real(p) + (3 * 2**30 if p == os.getpid() else 0))
+    with ParseWorker(IngestSettings(memory_budget_mb=2048)) as worker:
+        assert worker.parse(good, None, "good.pdf").document.file_name == "good.pdf"
+        assert worker.share_mb == worker_mod.MIN_WORKER_MB
 
 
 def test_the_worker_limit_follows_the_parent(tmp_path, monkeypatch):
