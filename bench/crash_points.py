@@ -25,6 +25,8 @@ import time
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:  # run as a script: sys.path[0] is bench/
+    sys.path.insert(0, str(REPO_ROOT))
 SAMPLE = ["policy_brief.pdf", "data_annex.pdf", "methods_appendix.pdf", "cool_streets_report.pdf"]
 
 

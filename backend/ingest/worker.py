@@ -86,9 +86,29 @@ def _limit_memory(max_mb: int) -> None:
         log.warning("could not limit parse worker memory: %s", exc)
 
 
+_protocol = None  # the worker process's reply channel once worker_main set it up (stdout before)
+
+
+def _reply_line(text: str) -> None:
+    out = _protocol or sys.stdout
+    out.write(text + "\n")
+    out.flush()
+
+
 def _send(obj) -> None:
-    sys.stdout.write(json.dumps(obj) + "\n")
+    _reply_line(json.dumps(obj))
+
+
+def _own_stdout() -> None:
+    """Keep the reply channel for replies: anything else a library prints (PyMuPDF's layout
+    recommendation goes to stdout, MuPDF writes from C) is moved to stderr, where it cannot
+    break a JSON line."""
+    global _protocol
     sys.stdout.flush()
+    reply_fd = os.dup(1)
+    os.dup2(2, 1)
+    _protocol = os.fdopen(reply_fd, "w", buffering=1, encoding="utf-8")
+    sys.stdout = sys.stderr
 
 
 def _scrub(value):
@@ -119,8 +139,7 @@ def _parse_one(request: str, settings: IngestSettings, memory_mb: int) -> None:
 
     try:
         parsed = parse_pdf(Path(path), settings, Path(crops_root) if crops_root else None, progress, display_name, memory_mb)
-        sys.stdout.write('["ok", ' + _dump(parsed) + "]\n")
-        sys.stdout.flush()
+        _reply_line('["ok", ' + _dump(parsed) + "]")
     except BadPdfError as exc:
         _send(["error", exc.reason])
     except MemoryError:
@@ -132,6 +151,7 @@ def _parse_one(request: str, settings: IngestSettings, memory_mb: int) -> None:
 
 def worker_main() -> None:
     """Entry point of the worker process: one JSON request per stdin line, JSON replies on stdout."""
+    _own_stdout()
     settings = IngestSettings.model_validate_json(os.environ["STRATA_PARSE_SETTINGS"])
     memory_mb = int(os.environ.get("STRATA_PARSE_MEMORY_LIMIT_MB", settings.parse_memory_mb))
     if not settings.table_layout_model and "pymupdf" not in sys.modules:
@@ -192,6 +212,7 @@ class ParseWorker:
         env.update(
             STRATA_PARSE_SETTINGS=self._settings.model_dump_json(),
             STRATA_PARSE_MEMORY_LIMIT_MB=str(share_mb),
+            PYMUPDF_SUGGEST_LAYOUT_ANALYZER="0",  # the worker leaves pymupdf-layout out on purpose
             OMP_THREAD_LIMIT="1",  # tesseract: fast single-threaded
             OPENBLAS_NUM_THREADS="1",
             PYTHONPATH=os.pathsep.join([str(REPO_ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep),
@@ -297,7 +318,11 @@ class ParseWorker:
                 share = self.share_mb
                 self._kill()
                 raise BadPdfError(display_name, _death_reason(code, share, self._settings))
-            msg = json.loads(line)
+            try:
+                msg = json.loads(line)
+            except json.JSONDecodeError:  # not a reply: something printed past the channel
+                log.debug("parse worker printed: %s", line.rstrip()[:200])
+                continue
             if msg[0] == "progress":
                 if progress is not None:
                     progress(msg[1], msg[2], msg[3])
