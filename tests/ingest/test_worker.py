@@ -77,7 +77,8 @@ def test_the_worker_limit_follows_the_parent(tmp_path, monkeypatch):
     """A parent that has grown (encoders loaded) restarts the worker with a smaller limit."""
     good = hostile.text_pdf(tmp_path / "good.pdf")
     real = worker_mod._rss_bytes
-    with ParseWorker(IngestSettings(memory_budget_mb=2048, parse_memory_mb=3072)) as worker:
+    budget = real(os.getpid()) // 2**20 + 2048  # whatever this test process holds, 2 GiB are left for the worker
+    with ParseWorker(IngestSettings(memory_budget_mb=budget, parse_memory_mb=8192)) as worker:
         worker.parse(good, None, "a.pdf")
         first_share, pid = worker.share_mb, worker._proc.pid
         monkeypatch.setattr(worker_mod, "_rss_bytes", lambda p: real(p) + (600 * 2**20 if p == os.getpid() else 0))
