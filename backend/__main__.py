@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from backend.config import Settings
-from backend.errors import StrataError
+from backend.errors import StrataError, log_name
 from backend.logs import configure_logging
 from backend.types import ProgressEvent
 
@@ -33,7 +33,7 @@ def _expand(paths: list[str]) -> list[Path]:
 
 def _progress(ev: ProgressEvent) -> None:
     if ev.stage in ("done", "failed"):
-        print(f"[{ev.done}/{ev.total}] {ev.doc}: {ev.stage} {ev.message}", file=sys.stderr)
+        print(f"[{ev.done}/{ev.total}] {log_name(ev.doc)}: {ev.stage} {log_name(ev.message)}", file=sys.stderr)
 
 
 def _workspace(args, settings: Settings) -> Path:
@@ -54,7 +54,7 @@ def cmd_ingest(args, settings: Settings) -> int:
     out = report.to_dict()
     print(json.dumps(out, indent=None if args.json else 2))
     for f in report.failed:
-        print(f"FAILED {f.file_name}: {f.reason}", file=sys.stderr)
+        print(f"FAILED {log_name(f.file_name)}: {log_name(f.reason or '')}", file=sys.stderr)
     return 0 if report.ok else 1
 
 

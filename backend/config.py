@@ -26,6 +26,11 @@ class IngestSettings(_Section):
         3072,
         description="Address-space limit of the parse worker (MiB). Bounds decompression and page-tree bombs.",
     )
+    memory_budget_mb: int = Field(
+        2048,
+        description="Memory (RSS, MiB) for the whole ingest process tree, parent + parse worker: the worker gets what the "
+        "parent leaves of it (at most PARSE_MEMORY_MB) and is stopped past its share; its file fails alone.",
+    )
     ocr: str = Field("auto", description="OCR engine for pages with no text layer: auto | tesseract | rapidocr | none.")
     ocr_figures: bool = Field(True, description="OCR the text inside raster figures (chart labels) when an OCR engine is installed.")
     ocr_language: str = Field("eng", description="Tesseract language code(s).")

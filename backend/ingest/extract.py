@@ -9,10 +9,13 @@ from __future__ import annotations
 import logging
 import re
 import shutil
+import zlib
+from collections import Counter
 from dataclasses import dataclass, field
 
 import pymupdf
 
+from backend.errors import clean_text, library_reason
 from backend.types import BBox
 
 log = logging.getLogger(__name__)
@@ -74,6 +77,215 @@ class RawPage:
     has_lines: bool = False
 
 
+# ---------------------------------------------------------------- page budget
+#
+# MuPDF interprets a page's content stream in one go (text, images, drawings, tables each run
+# it again) and cannot be stopped half-way, so what a page asks for is counted from its streams
+# BEFORE any of that runs: a 300 KB file whose forms draw each other 10 times over seven levels
+# is 10^7 draws (minutes of MuPDF and gigabytes of drawing dicts); 100,000 ruling lines or
+# 10,000 link annotations are valid but slow. A page over a bound is degraded (its graphics,
+# tables or links are skipped, its text kept where it can be), never refused.
+
+_OP_RE = re.compile(rb"(?<![A-Za-z0-9/#.*'\"_\-])[A-Za-z'\"][A-Za-z0-9*'\"]{0,2}(?![A-Za-z0-9*'\"])")
+_DO_RE = re.compile(rb"/([^\s/\[\]()<>{}%]+)\s*Do(?![A-Za-z0-9])")
+_STRING_RE = re.compile(rb"\((?:[^()\\]|\\.)*\)|<[0-9A-Fa-f\s]*>", re.DOTALL)
+_INLINE_IMAGE_RE = re.compile(rb"\bID\s.*?\bEI\b", re.DOTALL)
+_REF_RE = re.compile(r"/([^\s/\[\]()<>{}%]+)\s*(\d+)\s+\d+\s+R")
+_PATH_OPS = frozenset((b"S", b"s", b"f", b"F", b"f*", b"B", b"B*", b"b", b"b*", b"sh"))
+_TEXT_OPS = frozenset((b"Tj", b"TJ", b"'", b'"'))
+ZLIB_MAX_RATIO = 1032  # deflate cannot inflate more than this
+COUNTED_STREAM_BYTES = 32 * 2**20  # a longer stream is not tokenised: its length alone puts it over the bounds
+BYTES_PER_OP = 4  # a content operator with its operands takes at least this many bytes
+
+
+@dataclass(frozen=True, slots=True)
+class PageBounds:
+    """The most work one page may ask for. Defaults keep a page under a few seconds on one core."""
+
+    max_draws: int = 20_000  # form XObject runs: MuPDF spends ~40 us on each, per pass over the page
+    max_ops: int = 1_000_000  # content operators, XObject draws expanded
+    max_paths: int = 10_000  # path-painting operators: each becomes a drawing dict, clustered pairwise
+    max_text_ops: int = 200_000  # text-showing operators (each a span or more)
+    max_image_pixels: int = 100_000_000  # width x height of the page's images, before any is decoded
+    max_annots: int = 2_000  # annotations (links) on the page
+    max_stream_bytes: int = 512 * 2**20  # inflated size of one content stream (decompression bombs)
+
+
+@dataclass(frozen=True, slots=True)
+class StreamCost:
+    """What running one content stream costs, with the XObjects it draws expanded."""
+
+    ops: int = 0
+    paths: int = 0
+    text_ops: int = 0
+    draws: int = 0
+    inflated_bytes: int = 0  # the largest single stream, in bytes
+
+    def __add__(self, other: StreamCost) -> StreamCost:
+        return StreamCost(
+            self.ops + other.ops, self.paths + other.paths, self.text_ops + other.text_ops, self.draws + other.draws,
+            max(self.inflated_bytes, other.inflated_bytes),
+        )
+
+    def times(self, n: int) -> StreamCost:
+        return StreamCost(self.ops * n, self.paths * n, self.text_ops * n, self.draws * n, self.inflated_bytes)
+
+
+@dataclass(frozen=True, slots=True)
+class PagePlan:
+    """What to read of one page: everything, or less when it is over a bound (reasons say why)."""
+
+    text: bool = True
+    text_top_level_only: bool = False  # the forms it draws are skipped: only its own stream's text is read
+    graphics: bool = True  # images, drawings, tables, OCR
+    links: bool = True
+    reasons: tuple[str, ...] = ()
+
+    @property
+    def degraded(self) -> bool:
+        return bool(self.reasons)
+
+
+def _inflated_size(pdf: pymupdf.Document, xref: int, limit: int) -> int | None:
+    """Bytes a Flate stream inflates to, counted without holding them, stopping past `limit`;
+    None when it cannot grow past COUNTED_STREAM_BYTES (or is not Flate, or is damaged)."""
+    if "FlateDecode" not in pdf.xref_get_key(xref, "Filter")[1]:
+        return None
+    raw = pdf.xref_stream_raw(xref) or b""
+    if len(raw) * ZLIB_MAX_RATIO <= COUNTED_STREAM_BYTES:
+        return None
+    inflater, data, total = zlib.decompressobj(), raw, 0
+    try:
+        while data and total <= limit:
+            total += len(inflater.decompress(data, 1 << 24))
+            data = inflater.unconsumed_tail
+    except zlib.error:
+        return None  # damaged stream: MuPDF decides what is left of it
+    return total if total > COUNTED_STREAM_BYTES else None
+
+
+def _count_stream(data: bytes) -> tuple[StreamCost, list[bytes]]:
+    """Operators of one content stream and the names it draws with Do (strings, hex strings and
+    inline image data removed first, so their bytes are not read as operators)."""
+    data = _STRING_RE.sub(b" ", _INLINE_IMAGE_RE.sub(b" ", data))
+    ops = Counter(_OP_RE.findall(data))
+    cost = StreamCost(
+        ops=sum(ops.values()),
+        paths=sum(n for op, n in ops.items() if op in _PATH_OPS),
+        text_ops=sum(n for op, n in ops.items() if op in _TEXT_OPS),
+        inflated_bytes=len(data),
+    )
+    return cost, _DO_RE.findall(data)
+
+
+class PageCoster:
+    """Counts what each page of one document asks for and plans what to read of it. A form drawn
+    on many pages (a letterhead) is counted once: costs are kept per XObject."""
+
+    MAX_NESTING = 64  # forms nested deeper are counted as over every bound
+
+    def __init__(self, pdf: pymupdf.Document, bounds: PageBounds) -> None:
+        self._pdf = pdf
+        self._bounds = bounds
+        self._forms: dict[int, StreamCost] = {}
+        self._over = StreamCost(ops=bounds.max_ops + 1, draws=bounds.max_draws + 1)
+
+    def _resolved(self, xref: int, key: str) -> str | None:
+        kind, value = self._pdf.xref_get_key(xref, key)
+        if kind == "xref":
+            return self._pdf.xref_object(int(value.split()[0]), compressed=True)
+        return value if kind == "dict" else None
+
+    def _page_xobjects(self, page: pymupdf.Page) -> dict[bytes, int]:
+        """Name -> xref of the page's XObjects, with resources inherited from the page tree."""
+        holder = page.xref
+        for _ in range(self.MAX_NESTING):
+            if self._pdf.xref_get_key(holder, "Resources")[0] != "null":
+                found = self._resolved(holder, "Resources/XObject")
+                return {m.group(1).encode(): int(m.group(2)) for m in _REF_RE.finditer(found or "")}
+            kind, parent = self._pdf.xref_get_key(holder, "Parent")
+            if kind != "xref":
+                break
+            holder = int(parent.split()[0])
+        return {}
+
+    def _stream(self, xref: int, names: dict[bytes, int], depth: int) -> tuple[StreamCost, StreamCost]:
+        """One content stream's own cost and its cost with the forms it draws expanded."""
+        inflated = _inflated_size(self._pdf, xref, self._bounds.max_stream_bytes)
+        if inflated is not None:  # too long to tokenise: its length says enough
+            own = StreamCost(ops=inflated // BYTES_PER_OP, inflated_bytes=inflated)
+            return own, own
+        own, drawn = _count_stream(self._pdf.xref_stream(xref) or b"")
+        expanded = own
+        for name, n in Counter(drawn).items():
+            target = names.get(name)
+            if target is not None and self._pdf.xref_get_key(target, "Subtype")[1] == "/Form":
+                expanded = expanded + self._form(target, names, depth + 1).times(n)
+        return own, expanded
+
+    def _form(self, xref: int, inherited: dict[bytes, int], depth: int) -> StreamCost:
+        if xref in self._forms:
+            return self._forms[xref]
+        if depth > self.MAX_NESTING:
+            return self._over
+        self._forms[xref] = self._over  # a form that draws itself: over every bound
+        own = self._resolved(xref, "Resources/XObject")
+        names = {m.group(1).encode(): int(m.group(2)) for m in _REF_RE.finditer(own)} if own is not None else inherited
+        cost = self._stream(xref, names, depth)[1] + StreamCost(draws=1)
+        self._forms[xref] = cost
+        return cost
+
+    def _image_pixels(self, page: pymupdf.Page) -> int:
+        return sum(max(0, img[2]) * max(0, img[3]) for img in page.get_images(full=True))
+
+    def _annots(self, page: pymupdf.Page) -> int:
+        kind, value = self._pdf.xref_get_key(page.xref, "Annots")
+        if kind == "xref":
+            value = self._pdf.xref_object(int(value.split()[0]), compressed=True)
+        return value.count(" R") if kind in ("array", "xref") else 0
+
+    def plan(self, page: pymupdf.Page) -> PagePlan:
+        """What to read of this page, decided from counts alone (nothing is rendered or run)."""
+        names = self._page_xobjects(page)
+        top = StreamCost()
+        total = StreamCost()
+        for xref in page.get_contents():
+            own, expanded = self._stream(xref, names, 0)
+            top, total = top + own, total + expanded
+        return _plan_from_counts(page.number + 1, top, total, self._image_pixels(page), self._annots(page), self._bounds)
+
+
+def _plan_from_counts(page_no: int, top: StreamCost, total: StreamCost, pixels: int, annots: int, b: PageBounds) -> PagePlan:
+    reasons: list[str] = []
+    text, top_only, graphics, links = True, False, True, True
+    if total.inflated_bytes > b.max_stream_bytes:
+        text, graphics = False, False
+        mib = b.max_stream_bytes // 2**20
+        reasons.append(f"page {page_no}'s content inflates to more than {mib} MiB, half the parser's {2 * mib} MiB memory share "
+                       "(STRATA_INGEST__MEMORY_BUDGET_MB, STRATA_INGEST__PARSE_MEMORY_MB): it looks like a decompression bomb; "
+                       "the page was skipped")
+    elif total.draws > b.max_draws or total.ops > b.max_ops or total.text_ops > b.max_text_ops:
+        graphics = False
+        top_only = total.draws > b.max_draws  # the forms it draws are what is too many: read its own stream
+        text = (top if top_only else total).text_ops <= b.max_text_ops
+        kept = ("only the text of its own content stream was read" if top_only else "its text was kept") if text else "its text was not read either"
+        reasons.append(f"page {page_no} asks for {total.ops:,} drawing operations and {total.draws:,} nested form draws "
+                       f"(bounds {b.max_ops:,} and {b.max_draws:,}); its images, drawings and tables were skipped and {kept}")
+    else:
+        if total.paths > b.max_paths:
+            graphics = False
+            reasons.append(f"page {page_no} has {total.paths:,} vector paths (bound {b.max_paths:,}); "
+                           "its drawings, images and tables were skipped, its text was kept")
+        if pixels > b.max_image_pixels:
+            graphics = False
+            reasons.append(f"page {page_no}'s images hold {pixels:,} pixels (bound {b.max_image_pixels:,}); "
+                           "its images, drawings and tables were skipped, its text was kept")
+    if annots > b.max_annots:
+        links = False
+        reasons.append(f"page {page_no} has {annots:,} annotations (bound {b.max_annots:,}); its links were skipped")
+    return PagePlan(text=text, text_top_level_only=top_only, graphics=graphics, links=links, reasons=tuple(reasons))
+
+
 def _is_bold(span: dict) -> bool:
     if span["flags"] & BOLD_FLAG:
         return True
@@ -82,7 +294,7 @@ def _is_bold(span: dict) -> bool:
 
 
 def _clean(text: str) -> str:
-    return " ".join(text.replace("\u00ad", "").split())
+    return clean_text(" ".join(text.replace("\u00ad", "").split()))
 
 
 def _blocks_from_dict(page_dict: dict) -> tuple[list[TextBlock], list[BBox]]:
@@ -220,9 +432,9 @@ def _links(page: pymupdf.Page) -> list[RawLink]:
                         target_x=float(to.x) if to else None)
             )
         elif kind in (pymupdf.LINK_GOTOR, pymupdf.LINK_LAUNCH) and ln.get("file"):
-            out.append(RawLink(kind=kind, rect=rect, file=str(ln["file"])))
+            out.append(RawLink(kind=kind, rect=rect, file=clean_text(str(ln["file"]))))
         elif kind == pymupdf.LINK_URI and ln.get("uri"):
-            out.append(RawLink(kind=kind, rect=rect, uri=str(ln["uri"])))
+            out.append(RawLink(kind=kind, rect=rect, uri=clean_text(str(ln["uri"]))))
     return out
 
 
@@ -270,42 +482,40 @@ def _ocr_rapidocr_pixmap(pix: pymupdf.Pixmap) -> dict:
     return {"blocks": blocks}
 
 
-def extract_page(
-    page: pymupdf.Page,
-    *,
-    find_tables: bool,
-    max_tables: int,
-    table_layout_model: bool = False,
-    ocr_engine: str | None,
-    ocr_language: str,
-    ocr_dpi: int,
-) -> tuple[RawPage, list[str]]:
-    """Extract one page. Returns the raw page and warnings (e.g. OCR needed but unavailable)."""
+def _top_level_text(page: pymupdf.Page) -> dict:
+    """get_text('dict') of a copy of the page whose XObjects are removed: MuPDF reads only the
+    page's own content stream (the text it shows itself), not the forms it draws 10^7 times."""
+    with pymupdf.open() as tmp:
+        tmp.insert_pdf(page.parent, from_page=page.number, to_page=page.number, links=False, annots=False, widgets=False)
+        copy = tmp[0]
+        kind, value = tmp.xref_get_key(copy.xref, "Resources")
+        if kind == "xref":
+            tmp.xref_set_key(int(value.split()[0]), "XObject", "<<>>")
+        elif kind == "dict":
+            tmp.xref_set_key(copy.xref, "Resources/XObject", "<<>>")
+        return copy.get_text("dict", flags=pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_IMAGES)
+
+
+def _ocr_page(page: pymupdf.Page, raw: RawPage, engine: str, language: str, dpi: int, max_pixels: int) -> list[str]:
+    """OCR a page with no text layer into raw.blocks; returns warnings. The resolution is lowered
+    for a huge page (20,000 pt on a side) so its render stays under max_pixels."""
+    area_in2 = max(1.0, raw.width * raw.height) / 72**2
+    dpi = max(20, min(dpi, int((max_pixels / area_in2) ** 0.5)))
+    page_area = raw.width * raw.height
+    try:
+        ocr_dict = _ocr_tesseract(page, language, dpi) if engine == "tesseract" else _ocr_rapidocr(page, dpi)
+    except (RuntimeError, ValueError, OSError, pymupdf.mupdf.FzErrorBase) as exc:
+        return [f"page {raw.number}: OCR with {engine} failed ({library_reason(exc)})"]
+    raw.blocks, _ = _blocks_from_dict(ocr_dict)
+    raw.ocr_engine = engine
+    # The scanned image covers the page; it is the text, not a figure.
+    raw.images = [b for b in raw.images if (b[2] - b[0]) * (b[3] - b[1]) < 0.5 * page_area]
+    return []
+
+
+def _graphics(page: pymupdf.Page, raw: RawPage, find_tables: bool, max_tables: int, table_layout_model: bool) -> list[str]:
+    """Drawings (clustered) and, where ruling lines make one possible, tables."""
     warnings: list[str] = []
-    rect = page.rect
-    raw = RawPage(number=page.number + 1, width=rect.width, height=rect.height)
-    page_dict = page.get_text("dict", flags=pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_IMAGES)
-    raw.blocks, _ = _blocks_from_dict(page_dict)
-    raw.images = [tuple(info["bbox"]) for info in page.get_image_info() if info.get("bbox")]
-    if not raw.blocks:
-        page_area = rect.width * rect.height
-        image_area = sum((b[2] - b[0]) * (b[3] - b[1]) for b in raw.images)
-        if image_area > 0.3 * page_area or raw.images:
-            if ocr_engine is None:
-                warnings.append(f"page {raw.number} has no text layer and no OCR engine is installed; its text is missing")
-            else:
-                try:
-                    ocr_dict = (
-                        _ocr_tesseract(page, ocr_language, ocr_dpi)
-                        if ocr_engine == "tesseract"
-                        else _ocr_rapidocr(page, ocr_dpi)
-                    )
-                    raw.blocks, _ = _blocks_from_dict(ocr_dict)
-                    raw.ocr_engine = ocr_engine
-                    # The scanned image covers the page; it is the text, not a figure.
-                    raw.images = [b for b in raw.images if (b[2] - b[0]) * (b[3] - b[1]) < 0.5 * page_area]
-                except (RuntimeError, ValueError, OSError) as exc:
-                    warnings.append(f"page {raw.number}: OCR with {ocr_engine} failed: {exc}")
     drawings = page.get_drawings()
     raw.has_lines = _ruling_edges(drawings) >= 8
     if drawings:
@@ -316,9 +526,47 @@ def extract_page(
     if find_tables and raw.has_lines:
         try:
             raw.tables = _tables(page, max_tables, table_layout_model)
-        except (ValueError, RuntimeError, IndexError) as exc:
-            warnings.append(f"page {raw.number}: table detection failed: {exc}")
-    raw.links = _links(page)
+        except (ValueError, RuntimeError, IndexError, pymupdf.mupdf.FzErrorBase) as exc:
+            warnings.append(f"page {raw.number}: table detection failed ({library_reason(exc)})")
+    return warnings
+
+
+def extract_page(
+    page: pymupdf.Page,
+    *,
+    find_tables: bool,
+    max_tables: int,
+    table_layout_model: bool = False,
+    ocr_engine: str | None,
+    ocr_language: str,
+    ocr_dpi: int,
+    plan: PagePlan | None = None,
+    bounds: PageBounds | None = None,
+) -> tuple[RawPage, list[str]]:
+    """Extract one page, reading what `plan` allows (PageCoster.plan; everything by default).
+    Returns the raw page and warnings (a degraded page, OCR needed but unavailable)."""
+    plan = plan or PagePlan()
+    bounds = bounds or PageBounds()
+    warnings: list[str] = list(plan.reasons)
+    rect = page.rect
+    raw = RawPage(number=page.number + 1, width=rect.width, height=rect.height)
+    if plan.text:
+        page_dict = (
+            _top_level_text(page) if plan.text_top_level_only
+            else page.get_text("dict", flags=pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_IMAGES)
+        )
+        raw.blocks, _ = _blocks_from_dict(page_dict)
+    if not plan.graphics:
+        raw.links = _links(page) if plan.links else []
+        return raw, warnings
+    raw.images = [tuple(info["bbox"]) for info in page.get_image_info() if info.get("bbox")]
+    if not raw.blocks and raw.images:
+        if ocr_engine is None:
+            warnings.append(f"page {raw.number} has no text layer and no OCR engine is installed; its text is missing")
+        else:
+            warnings += _ocr_page(page, raw, ocr_engine, ocr_language, ocr_dpi, bounds.max_image_pixels)
+    warnings += _graphics(page, raw, find_tables, max_tables, table_layout_model)
+    raw.links = _links(page) if plan.links else []
     return raw, warnings
 
 

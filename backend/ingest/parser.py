@@ -7,17 +7,18 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
+import tempfile
 import time
-import zlib
 from collections.abc import Callable
 from pathlib import Path
 
 import pymupdf
 
 from backend.config import IngestSettings
-from backend.errors import BadPdfError
+from backend.errors import BadPdfError, clean_text, library_reason, log_name
 from backend.ingest.components import build_components
-from backend.ingest.extract import available_ocr_engine, extract_page
+from backend.ingest.extract import PageBounds, PageCoster, available_ocr_engine, extract_page
 from backend.ingest.hierarchy import assign_sections, build_hierarchy
 from backend.ingest.layout import layout_document
 from backend.ingest.links import annotation_edges, xref_edges
@@ -29,7 +30,9 @@ log = logging.getLogger(__name__)
 # files whose bytes are unchanged instead of keeping their old nodes.
 PARSER_VERSION = "4"
 CARD_MAX_CHARS = 1500
-ZLIB_MAX_RATIO = 1032  # deflate cannot inflate more than this
+MAX_OUTLINE_DEPTH = 64  # deeper outline levels are cut (a valid file may nest 2,000 deep)
+MAX_OUTLINE_ENTRIES = 100_000
+MAX_PAGE_WARNINGS = 20  # degraded pages past this are counted, not listed
 ProgressFn = Callable[[str, int, int], None]
 
 
@@ -45,9 +48,24 @@ def doc_id_for(sha256: str) -> str:
     return f"d{sha256[:15]}"
 
 
-def open_validated(path: Path, settings: IngestSettings) -> pymupdf.Document:
-    """Open a PDF or raise BadPdfError with a message that says why it cannot be used."""
-    name = path.name
+def _open_pdf(path: Path) -> pymupdf.Document:
+    """pymupdf.open, also for a name that is not valid UTF-8 (MuPDF takes the name as UTF-8 and
+    cannot find such a file): that one is opened through a link with a plain name, removed once
+    MuPDF holds the file open."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        with tempfile.TemporaryDirectory(prefix="strata-open-") as tmp:
+            link = Path(tmp) / "input.pdf"
+            os.symlink(os.fsencode(path.resolve()), os.fsencode(link))
+            return pymupdf.open(link, filetype="pdf")
+    return pymupdf.open(path, filetype="pdf")
+
+
+def open_validated(path: Path, settings: IngestSettings, name: str | None = None) -> pymupdf.Document:
+    """Open a PDF or raise BadPdfError with a message that says why it cannot be used. `name` is
+    the file as the user named it; messages never carry the server's path."""
+    name = clean_text(name or path.name)
     if not path.is_file():
         raise BadPdfError(name, "file not found")
     size = path.stat().st_size
@@ -64,51 +82,103 @@ def open_validated(path: Path, settings: IngestSettings) -> pymupdf.Document:
     if b"%PDF-" not in head:
         raise BadPdfError(name, "not a PDF: the file does not start with a %PDF- header")
     try:
-        doc = pymupdf.open(path, filetype="pdf")
-    except (pymupdf.FileDataError, RuntimeError, ValueError) as exc:
-        raise BadPdfError(name, f"damaged PDF that cannot be opened ({exc})") from exc
-    if doc.is_repaired and b"%%EOF" not in tail:
-        # MuPDF "repairs" a cut-off file into one whose later pages are silently blank.
+        doc = _open_pdf(path)
+    except (RuntimeError, ValueError, OSError, pymupdf.mupdf.FzErrorBase) as exc:
+        log.warning("MuPDF could not open %s: %s", log_name(name), exc)
+        raise BadPdfError(name, f"damaged PDF that cannot be opened: {library_reason(exc)}") from None
+    try:
+        _check_opened(doc, name, tail, settings)
+    except (RuntimeError, ValueError, pymupdf.mupdf.FzErrorBase) as exc:  # e.g. a page tree that claims 10^8 pages
         doc.close()
-        raise BadPdfError(name, "the PDF is truncated (it has no end-of-file marker); upload the complete file again")
-    if doc.needs_pass and not doc.authenticate(""):
-        doc.close()
-        raise BadPdfError(name, "the PDF is encrypted with a password; remove the password and upload it again")
-    if doc.page_count == 0:
-        doc.close()
-        raise BadPdfError(name, "the PDF has no pages (it may be truncated or damaged)")
-    if doc.page_count > settings.max_pages:
-        n = doc.page_count
-        doc.close()
-        raise BadPdfError(name, f"the PDF has {n} pages, over the {settings.max_pages}-page limit (STRATA_INGEST__MAX_PAGES)")
+        log.warning("MuPDF could not count the pages of %s: %s", log_name(name), exc)
+        raise BadPdfError(name, f"damaged PDF that cannot be opened: {library_reason(exc)}") from None
     return doc
 
 
-def _check_content_size(pdf: pymupdf.Document, page: pymupdf.Page, name: str, memory_mb: int) -> None:
-    """Fail a page whose Flate content stream inflates to more than half the worker's memory
-    limit (a decompression bomb). MuPDF interprets content as a stream, several times per page
-    (text, drawings, tables), so such a page would not hit the memory limit: it would burn the
-    whole time limit and then ingest as an empty page. Counting is bounded: it stops at the limit."""
-    limit = memory_mb * 2**20 // 2
-    for xref in page.get_contents():
-        if "FlateDecode" not in pdf.xref_get_key(xref, "Filter")[1]:
+def _check_opened(doc: pymupdf.Document, name: str, tail: bytes, settings: IngestSettings) -> None:
+    """Refuse an opened file that is cut off, locked or has no (or too many) pages; closes it then."""
+    reason = None
+    if doc.is_repaired and b"%%EOF" not in tail:
+        # MuPDF "repairs" a cut-off file into one whose later pages are silently blank.
+        reason = "the PDF is truncated (it has no end-of-file marker); upload the complete file again"
+    elif doc.needs_pass and not doc.authenticate(""):
+        reason = "the PDF is encrypted with a password; remove the password and upload it again"
+    elif doc.page_count == 0:
+        reason = "the PDF has no pages (it may be truncated or damaged)"
+    elif doc.page_count > settings.max_pages:
+        reason = f"the PDF has {doc.page_count} pages, over the {settings.max_pages}-page limit (STRATA_INGEST__MAX_PAGES)"
+    if reason is not None:
+        doc.close()
+        raise BadPdfError(name, reason)
+
+
+def outline(pdf: pymupdf.Document, max_depth: int = MAX_OUTLINE_DEPTH) -> tuple[list[list], bool]:
+    """The outline as get_toc(simple=True) gives it ([level, title, page]), walked without
+    recursion (get_toc recurses once per level: a 2,000-level outline raises RecursionError).
+    Entries deeper than max_depth are left out; the flag says whether any were."""
+    entries: list[list] = []
+    cut = False
+    stack = [(pdf.outline, 1)]
+    while stack and len(entries) < MAX_OUTLINE_ENTRIES:
+        item, level = stack.pop()
+        if not item or not item.this.m_internal:
             continue
-        raw = pdf.xref_stream_raw(xref)
-        if len(raw) * ZLIB_MAX_RATIO <= limit:
-            continue  # cannot inflate past the limit
-        inflater, data, total = zlib.decompressobj(), raw, 0
+        stack.append((item.next, level))
+        if level > max_depth:
+            cut = True
+            continue
+        page = -1
+        if not item.is_external and item.uri:
+            page = pdf.resolve_link(item.uri)[0] + 1 if item.page == -1 else item.page + 1
+        entries.append([level, clean_text(item.title or " "), page])
+        stack.append((item.down, level + 1))
+    return entries, cut or bool(stack)
+
+
+def page_bounds(memory_mb: int) -> PageBounds:
+    """Per-page bounds that fit the worker's memory share: a decoded image needs up to 4 bytes a
+    pixel and MuPDF may hold a few at once; one content stream may take half the share."""
+    share = memory_mb * 2**20
+    return PageBounds(max_image_pixels=share // 16, max_stream_bytes=share // 2)
+
+
+def _extract_pages(pdf: pymupdf.Document, name: str, settings: IngestSettings, memory_mb: int, report: ProgressFn) -> tuple[list, list[str]]:
+    """Extract every page within its bounds. A page over a bound is degraded (warnings say how);
+    a page MuPDF cannot read is skipped; a file with nothing readable fails with the reason."""
+    ocr_engine = available_ocr_engine(settings.ocr)
+    bounds = page_bounds(memory_mb)
+    coster = PageCoster(pdf, bounds)
+    warnings: list[str] = []
+    raw_pages = []
+    degraded = 0
+    n_pages = pdf.page_count
+    for i in range(n_pages):
         try:
-            while data and total <= limit:
-                total += len(inflater.decompress(data, 1 << 24))
-                data = inflater.unconsumed_tail
-        except zlib.error:
-            continue  # damaged stream: MuPDF decides what is left of it
-        if total > limit:
-            raise BadPdfError(
-                name,
-                f"page {page.number + 1}'s content inflates to more than {limit // 2**20} MiB, past what the parser's "
-                f"{memory_mb} MiB memory limit allows (STRATA_INGEST__PARSE_MEMORY_MB); the file looks like a decompression bomb",
+            page = pdf.load_page(i)
+            plan = coster.plan(page)
+            raw, page_warnings = extract_page(
+                page, find_tables=settings.find_tables, max_tables=settings.max_tables_per_page,
+                table_layout_model=settings.table_layout_model,
+                ocr_engine=ocr_engine, ocr_language=settings.ocr_language, ocr_dpi=settings.ocr_dpi, plan=plan, bounds=bounds,
             )
+        except (RuntimeError, ValueError, pymupdf.mupdf.FzErrorBase) as exc:
+            log.warning("page %d of %s: %s", i + 1, log_name(name), exc)
+            warnings.append(f"page {i + 1} could not be read and was skipped: {library_reason(exc)}")
+            continue
+        degraded += plan.degraded
+        warnings.extend(w for w in page_warnings if not (plan.degraded and w in plan.reasons and degraded > MAX_PAGE_WARNINGS))
+        raw_pages.append(raw)
+        report("extract", i + 1, n_pages)
+    if degraded > MAX_PAGE_WARNINGS:
+        warnings.append(f"{degraded} pages in all were over the parser's per-page bounds (the first {MAX_PAGE_WARNINGS} are listed)")
+    if not raw_pages:
+        raise BadPdfError(name, "no page of the PDF could be read (damaged or truncated file)")
+    if degraded == n_pages and not any(p.blocks for p in raw_pages):
+        first = next(w for w in warnings if w.startswith("page ")).split("; ")[0]
+        raise BadPdfError(name, f"every page is over the parser's bounds and no text could be read ({first})")
+    if not any(p.blocks for p in raw_pages):
+        warnings.append("no text found on any page" + ("" if ocr_engine else " and no OCR engine is installed (install tesseract-ocr)"))
+    return raw_pages, warnings
 
 
 def _doc_card(title: str, sections, toc_entries: list[str]) -> str:
@@ -126,48 +196,49 @@ def _doc_card(title: str, sections, toc_entries: list[str]) -> str:
     return "\n".join(card)[:CARD_MAX_CHARS]
 
 
+def _document(pdf: pymupdf.Document, path: Path, name: str, sha: str, doc_id: str, hier, sections, nodes, warnings: list[str]) -> Document:
+    """The Document record: card and summary written into it and into the document node."""
+    body = [n.text for n in nodes if n.kind == NodeKind.PARAGRAPH and n.role == "paragraph" and n.page <= 2]
+    card = _doc_card(hier.title, sections, hier.toc_entries)
+    for n in nodes:
+        if n.kind == NodeKind.DOCUMENT:
+            n.text = card
+    document = Document(
+        id=doc_id, file_name=name, title=clean_text(hier.title), pages=pdf.page_count, sha256=sha, bytes=path.stat().st_size,
+        card=card, summary=" ".join(body)[:600], hierarchy_source=hier.source, parser_version=PARSER_VERSION,
+        page_sizes=[(round(pdf[i].rect.width, 2), round(pdf[i].rect.height, 2)) for i in range(pdf.page_count)],
+        warnings=warnings,
+    )
+    if not any(n.layer == Layer.COMPONENT for n in nodes):
+        document.warnings.append("no paragraphs, tables or figures were found")
+    return document
+
+
 def parse_pdf(
     path: Path,
     settings: IngestSettings,
     crops_root: Path | None,
     progress: ProgressFn | None = None,
     display_name: str | None = None,
+    memory_mb: int | None = None,
 ) -> ParsedDocument:
-    """Parse one PDF. Crops go to crops_root/<doc id>/ when crops_root is given."""
-    name = display_name or path.name
+    """Parse one PDF. Crops go to crops_root/<doc id>/ when crops_root is given. display_name: the
+    file as the user named it (messages and the document's name); memory_mb: the memory share of
+    the process (settings.parse_memory_mb when None), which sizes the per-page bounds."""
+    name = clean_text(display_name or path.name)
     report = progress or (lambda stage, done, total: None)
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     sha = file_sha256(path)
     doc_id = doc_id_for(sha)
-    pdf = open_validated(path, settings)
+    pdf = open_validated(path, settings, name)
     timings["open"] = time.perf_counter() - t0
     try:
-        ocr_engine = available_ocr_engine(settings.ocr)
-        warnings: list[str] = []
-        raw_pages = []
         t = time.perf_counter()
-        n_pages = pdf.page_count
-        for i in range(n_pages):
-            try:
-                page = pdf.load_page(i)
-                _check_content_size(pdf, page, name, settings.parse_memory_mb)
-                raw, page_warnings = extract_page(
-                    page, find_tables=settings.find_tables, max_tables=settings.max_tables_per_page,
-                    table_layout_model=settings.table_layout_model,
-                    ocr_engine=ocr_engine, ocr_language=settings.ocr_language, ocr_dpi=settings.ocr_dpi,
-                )
-            except (RuntimeError, ValueError) as exc:
-                warnings.append(f"page {i + 1} could not be read and was skipped: {exc}")
-                continue
-            warnings.extend(page_warnings)
-            raw_pages.append(raw)
-            report("extract", i + 1, n_pages)
-        if not raw_pages:
-            raise BadPdfError(name, "no page of the PDF could be read (damaged or truncated file)")
+        raw_pages, warnings = _extract_pages(pdf, name, settings, memory_mb or settings.parse_memory_mb, report)
         timings["extract"] = time.perf_counter() - t
-        if not any(p.blocks for p in raw_pages):
-            warnings.append("no text found on any page" + ("" if ocr_engine else " and no OCR engine is installed (install tesseract-ocr)"))
+        ocr_engine = available_ocr_engine(settings.ocr)
+        n_pages = pdf.page_count
 
         t = time.perf_counter()
         blocks, body_size = layout_document(raw_pages)
@@ -175,8 +246,11 @@ def parse_pdf(
         report("layout", n_pages, n_pages)
 
         t = time.perf_counter()
-        toc = pdf.get_toc(simple=True)
-        blocks, hier = build_hierarchy(blocks, toc, pdf.metadata.get("title", "") if pdf.metadata else "", path.stem, body_size)
+        toc, cut = outline(pdf)
+        if cut:
+            warnings.append(f"the outline nests deeper than {MAX_OUTLINE_DEPTH} levels (or has over {MAX_OUTLINE_ENTRIES:,} entries); the rest of it was left out")
+        title = clean_text((pdf.metadata or {}).get("title") or "")
+        blocks, hier = build_hierarchy(blocks, toc, title, clean_text(Path(name).stem), body_size)
         sections, owner, heading_section = assign_sections(blocks, hier, doc_id)
         timings["hierarchy"] = time.perf_counter() - t
         report("hierarchy", n_pages, n_pages)
@@ -202,22 +276,9 @@ def parse_pdf(
         timings["links"] = time.perf_counter() - t
         report("links", n_pages, n_pages)
 
-        body = [n.text for n in built.nodes if n.kind == NodeKind.PARAGRAPH and n.role == "paragraph" and n.page <= 2]
-        summary = " ".join(body)[:600]
-        card = _doc_card(hier.title, sections, hier.toc_entries)
-        for n in built.nodes:
-            if n.kind == NodeKind.DOCUMENT:
-                n.text = card
-        document = Document(
-            id=doc_id, file_name=name, title=hier.title, pages=n_pages, sha256=sha, bytes=path.stat().st_size,
-            card=card, summary=summary, hierarchy_source=hier.source, parser_version=PARSER_VERSION,
-            page_sizes=[(round(pdf[i].rect.width, 2), round(pdf[i].rect.height, 2)) for i in range(n_pages)],
-            warnings=warnings,
-        )
+        document = _document(pdf, path, name, sha, doc_id, hier, sections, built.nodes, warnings)
         if ocr_engine and any(p.ocr_engine for p in raw_pages):
             document.warnings.append(f"{sum(1 for p in raw_pages if p.ocr_engine)} page(s) read with OCR ({ocr_engine})")
-        if not any(n.layer == Layer.COMPONENT for n in built.nodes):
-            document.warnings.append("no paragraphs, tables or figures were found")
         return ParsedDocument(
             document=document, sections=sections, nodes=built.nodes, edges=edges, blocks=built.blocks,
             doc_links=pending, stage_seconds=timings,

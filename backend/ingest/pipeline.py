@@ -16,7 +16,7 @@ import numpy as np
 import pymupdf
 
 from backend.config import Settings
-from backend.errors import BadPdfError
+from backend.errors import BadPdfError, clean_text, log_name
 from backend.graph.entities import entity_index_text, extract_document_entities
 from backend.graph.store import WorkspaceStore
 from backend.index.encoders import EncoderSet
@@ -151,19 +151,17 @@ class Ingestor:
         store.check_encoders(self._encoders.signature)
         store.check_image_encoder(self._image_encoder.name if self._image_encoder is not None else None)
         reports: list[FileReport] = []
-        names = display_names or [Path(f).name for f in files]
+        # Names as the user gave them, made valid Unicode (a non-UTF-8 name would break JSON);
+        # log lines escape them further (log_name).
+        names = [clean_text(n) for n in (display_names or [Path(f).name for f in files])]
         with ParseWorker(self._settings.ingest) as process, PrefetchingParser(process) as worker:
             for i, (path, name) in enumerate(zip(files, names)):
                 t0 = time.perf_counter()
                 emit(ProgressEvent(stage="open", doc=name, done=i, total=len(files), message=f"file {i + 1} of {len(files)}"))
                 ahead = [(Path(p), n) for p, n in zip(files[i + 1 : i + 2], names[i + 1 : i + 2])]
-                try:
-                    report = self._ingest_one(store, worker, Path(path), name, emit, lambda ahead=ahead: self._prefetch(store, worker, ahead, emit))
-                except BadPdfError as exc:
-                    log.warning("%s failed: %s", name, exc.reason)
-                    report = FileReport(file_name=name, status="failed", reason=exc.reason)
-                except OSError as exc:
-                    report = FileReport(file_name=name, status="failed", reason=f"could not read or store the file: {exc}")
+                report = self._ingest_or_fail(
+                    store, worker, Path(path), name, emit, lambda ahead=ahead: self._prefetch(store, worker, ahead, emit)
+                )
                 report.seconds = round(time.perf_counter() - t0, 3)
                 reports.append(report)
                 emit(ProgressEvent(stage="done" if report.status != "failed" else "failed", doc=name, done=i + 1, total=len(files), message=report.reason or report.status))
@@ -178,6 +176,24 @@ class Ingestor:
             if existing is not None and existing.parser_version == PARSER_VERSION:
                 continue
             worker.start(path, store.root / "crops", name, _parse_progress(name, emit))
+
+    def _ingest_or_fail(
+        self, store: WorkspaceStore, worker: PrefetchingParser, path: Path, name: str, emit: ProgressSink,
+        after_parse: Callable[[], None] = lambda: None,
+    ) -> FileReport:
+        """One file's report: a failure of that file is recorded with a reason a person can read
+        (no exception class, no server path) and the batch goes on."""
+        try:
+            return self._ingest_one(store, worker, path, name, emit, after_parse)
+        except BadPdfError as exc:
+            log.warning("%s failed: %s", log_name(name), exc.reason)
+            return FileReport(file_name=name, status="failed", reason=exc.reason)
+        except OSError as exc:
+            log.warning("%s could not be read or stored: %s", log_name(name), exc)
+            return FileReport(file_name=name, status="failed", reason=f"could not read or store the file ({exc.strerror or 'input/output error'})")
+        except ValueError:  # a parsed document the encoders or the store refused (pydantic's errors are ValueErrors)
+            log.exception("%s could not be indexed", log_name(name))
+            return FileReport(file_name=name, status="failed", reason="the file was parsed but could not be indexed; the server log has the details")
 
     def _ingest_one(
         self, store: WorkspaceStore, worker: PrefetchingParser, path: Path, name: str, emit: ProgressSink,

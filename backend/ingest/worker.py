@@ -1,8 +1,12 @@
-"""Parse PDFs in a separate worker process with a wall-clock limit and an address-space limit.
+"""Parse PDFs in a separate worker process inside one memory budget for the whole process tree.
 
-A decompression bomb, a page-tree bomb or a MuPDF crash can only take the worker down: the
-parent sees the file fail with a message, starts a fresh worker, and the batch goes on.
-The worker imports only the parser (PyMuPDF, pysbd), never torch or faiss.
+The parent (the ingest CLI or the server) and its parse worker share `memory_budget_mb`: the
+worker's address-space limit is what the parent leaves of the budget when the worker starts
+(at most `parse_memory_mb`), and while a file is parsed the parent watches the tree's resident
+memory and stops the worker past the budget. A decompression bomb, a draw-count bomb or a
+MuPDF crash can only take the worker down: the parent fails that file with a one-line reason,
+starts a fresh worker, and the batch goes on. The worker imports only the parser (PyMuPDF,
+pysbd), never torch or faiss.
 """
 
 from __future__ import annotations
@@ -11,21 +15,65 @@ import json
 import logging
 import os
 import queue
+import signal
 import subprocess
-import threading
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from backend.config import IngestSettings
-from backend.errors import BadPdfError
+from backend.errors import BadPdfError, clean_text, library_reason, log_name
 from backend.types import ParsedDocument
 
 log = logging.getLogger(__name__)
 
 ProgressFn = Callable[[str, int, int], None]
 REPO_ROOT = Path(__file__).resolve().parents[2]
+PARENT_HEADROOM_MB = 256  # the parent grows while it encodes and stores the file the worker returns
+MIN_WORKER_MB = 512  # PyMuPDF alone maps 275 MiB; below this a worker cannot parse a small file
+RESHARE_SLACK_MB = 64  # restart a worker whose limit is this much over the share the parent now leaves it
+WATCH_INTERVAL_S = 0.2
+
+
+def _rss_bytes(pid: int) -> int:
+    """Resident memory of one process and all its descendants (psutil when installed, else /proc)."""
+    try:
+        import psutil
+    except ImportError:
+        return _proc_rss(pid)
+    try:
+        proc = psutil.Process(pid)
+        total = proc.memory_info().rss
+        for child in proc.children(recursive=True):
+            try:
+                total += child.memory_info().rss
+            except psutil.Error:
+                pass
+        return total
+    except psutil.Error:
+        return 0
+
+
+def _proc_rss(pid: int) -> int:
+    """VmRSS of pid and its children from /proc (Linux); 0 where /proc is not there."""
+    total = 0
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                total += int(line.split()[1]) * 1024
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except (OSError, ValueError):
+        return total
+    return total + sum(_proc_rss(int(c)) for c in children)
+
+
+def worker_share_mb(settings: IngestSettings, parent_rss: int) -> int:
+    """The worker's memory limit: what the parent (with headroom) leaves of the budget, at most
+    parse_memory_mb, at least MIN_WORKER_MB (a parent already over its budget still parses)."""
+    left = settings.memory_budget_mb - parent_rss // 2**20 - PARENT_HEADROOM_MB
+    return max(MIN_WORKER_MB, min(settings.parse_memory_mb, left))
 
 
 def _limit_memory(max_mb: int) -> None:
@@ -34,48 +82,119 @@ def _limit_memory(max_mb: int) -> None:
 
         limit = max_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    except (ImportError, ValueError, OSError) as exc:  # not on this OS: the timeout still applies
+    except (ImportError, ValueError, OSError) as exc:  # not on this OS: the parent's watch still applies
         log.warning("could not limit parse worker memory: %s", exc)
 
 
+_protocol = None  # the worker process's reply channel once worker_main set it up (stdout before)
+
+
+def _reply_line(text: str) -> None:
+    out = _protocol or sys.stdout
+    out.write(text + "\n")
+    out.flush()
+
+
 def _send(obj) -> None:
-    sys.stdout.write(json.dumps(obj) + "\n")
+    _reply_line(json.dumps(obj))
+
+
+def _own_stdout() -> None:
+    """Keep the reply channel for replies: anything else a library prints (PyMuPDF's layout
+    recommendation goes to stdout, MuPDF writes from C) is moved to stderr, where it cannot
+    break a JSON line."""
+    global _protocol
     sys.stdout.flush()
+    reply_fd = os.dup(1)
+    os.dup2(2, 1)
+    _protocol = os.fdopen(reply_fd, "w", buffering=1, encoding="utf-8")
+    sys.stdout = sys.stderr
+
+
+def _scrub(value):
+    """Every string in a dumped model made valid Unicode (the net under clean_text at the source)."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, dict):
+        return {_scrub(k): _scrub(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_scrub(v) for v in value]
+    return value
+
+
+def _dump(parsed: ParsedDocument) -> str:
+    try:
+        return parsed.model_dump_json()
+    except ValueError:  # PydanticSerializationError: a lone surrogate the parser did not clean
+        return ParsedDocument.model_validate(_scrub(parsed.model_dump())).model_dump_json()
+
+
+def _parse_one(request: str, settings: IngestSettings, memory_mb: int) -> None:
+    from backend.ingest.parser import parse_pdf
+
+    path, crops_root, display_name = json.loads(request)
+
+    def progress(stage: str, done: int, total: int) -> None:
+        _send(["progress", stage, done, total])
+
+    try:
+        parsed = parse_pdf(Path(path), settings, Path(crops_root) if crops_root else None, progress, display_name, memory_mb)
+        _reply_line('["ok", ' + _dump(parsed) + "]")
+    except BadPdfError as exc:
+        _send(["error", exc.reason])
+    except MemoryError:
+        _send(["error", _memory_reason(memory_mb, settings)])
+    except Exception as exc:  # noqa: BLE001 - any parser failure is this file's failure, reported as data
+        log.warning("parsing %s failed", log_name(display_name), exc_info=True)
+        _send(["error", f"the parser could not read it: {library_reason(exc)}"])
 
 
 def worker_main() -> None:
     """Entry point of the worker process: one JSON request per stdin line, JSON replies on stdout."""
+    _own_stdout()
     settings = IngestSettings.model_validate_json(os.environ["STRATA_PARSE_SETTINGS"])
-    _limit_memory(settings.parse_memory_mb)
-    from backend.ingest.parser import parse_pdf
-
+    memory_mb = int(os.environ.get("STRATA_PARSE_MEMORY_LIMIT_MB", settings.parse_memory_mb))
+    if not settings.table_layout_model and "pymupdf" not in sys.modules:
+        # `import pymupdf` loads pymupdf-layout's ONNX models when that package is installed:
+        # 4 s, 55 MiB resident and 270 MiB of address space per worker, for a model only
+        # table_layout_model uses. Without it the worker starts in 1 s inside a small limit.
+        sys.modules["pymupdf.layout"] = None  # type: ignore[assignment]
+    _limit_memory(memory_mb)
     for line in sys.stdin:
-        if not line.strip():
-            continue
-        path, crops_root, display_name = json.loads(line)
+        if line.strip():
+            _parse_one(line, settings, memory_mb)
 
-        def progress(stage: str, done: int, total: int) -> None:
-            _send(["progress", stage, done, total])
 
+def _memory_reason(share_mb: int, settings: IngestSettings) -> str:
+    return (
+        f"parsing needed more than the parser's {share_mb} MiB share of the {settings.memory_budget_mb} MiB memory budget "
+        "(STRATA_INGEST__MEMORY_BUDGET_MB, at most STRATA_INGEST__PARSE_MEMORY_MB); the file may be a decompression or drawing bomb"
+    )
+
+
+def _death_reason(code: int | None, share_mb: int, settings: IngestSettings) -> str:
+    """One line a person can read for a worker that ended without an answer."""
+    if code is not None and code < 0:
         try:
-            parsed = parse_pdf(Path(path), settings, Path(crops_root) if crops_root else None, progress, display_name)
-            sys.stdout.write('["ok", ' + parsed.model_dump_json() + "]\n")
-            sys.stdout.flush()
-        except BadPdfError as exc:
-            _send(["error", exc.reason])
-        except MemoryError:
-            _send(["error", f"parsing needed more than the {settings.parse_memory_mb} MiB memory limit (STRATA_INGEST__PARSE_MEMORY_MB); the file may be a decompression bomb"])
-        except Exception as exc:  # noqa: BLE001 - any parser failure is this file's failure, reported as data
-            _send(["error", f"the parser failed: {type(exc).__name__}: {exc}"])
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        if -code == signal.SIGKILL:
+            return f"the parser process was killed while reading this file ({name}), most likely for memory: " + _memory_reason(share_mb, settings)
+        return f"the PDF library crashed while reading this file ({name}); the file is probably damaged or hostile"
+    return f"the parser process stopped while reading this file (exit code {code}); " + _memory_reason(share_mb, settings)
 
 
 class ParseWorker:
-    """One long-lived worker process (`python -m backend.ingest.worker`); restarted after a crash or a timeout."""
+    """One long-lived worker process (`python -m backend.ingest.worker`); restarted after a crash,
+    a timeout, a kill for memory, or when the parent has grown into the worker's share."""
 
     def __init__(self, settings: IngestSettings) -> None:
         self._settings = settings
         self._proc: subprocess.Popen | None = None
         self._lines: queue.Queue[str | None] = queue.Queue()
+        self.share_mb = 0  # the running worker's memory limit
+        self.peak_tree_rss = 0  # bytes, parent + worker, the most seen while watching
 
     @staticmethod
     def _pump(stream, lines: queue.Queue) -> None:
@@ -88,10 +207,12 @@ class ParseWorker:
             pass
         lines.put(None)
 
-    def _start(self) -> None:
+    def _start(self, share_mb: int) -> None:
         env = dict(os.environ)
         env.update(
             STRATA_PARSE_SETTINGS=self._settings.model_dump_json(),
+            STRATA_PARSE_MEMORY_LIMIT_MB=str(share_mb),
+            PYMUPDF_SUGGEST_LAYOUT_ANALYZER="0",  # the worker leaves pymupdf-layout out on purpose
             OMP_THREAD_LIMIT="1",  # tesseract: fast single-threaded
             OPENBLAS_NUM_THREADS="1",
             PYTHONPATH=os.pathsep.join([str(REPO_ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep),
@@ -100,6 +221,7 @@ class ParseWorker:
             [sys.executable, "-m", "backend.ingest.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             env=env, cwd=str(REPO_ROOT), text=True, bufsize=1,
         )
+        self.share_mb = share_mb
         self._lines = queue.Queue()
         threading.Thread(target=self._pump, args=(self._proc.stdout, self._lines), daemon=True).start()
 
@@ -133,20 +255,43 @@ class ParseWorker:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def parse(self, path: Path, crops_root: Path | None, display_name: str, progress: ProgressFn | None = None) -> ParsedDocument:
-        """Parse one file in the worker; raises BadPdfError for any failure of that file."""
-        if self._proc is None or self._proc.poll() is not None:
+    def _ready(self) -> subprocess.Popen:
+        """A running worker whose limit fits what the parent leaves of the budget now."""
+        share = worker_share_mb(self._settings, _rss_bytes(os.getpid()) - self._worker_rss())
+        if self._proc is None or self._proc.poll() is not None or self.share_mb > share + RESHARE_SLACK_MB:
             self._kill()
-            self._start()
-        proc = self._proc
-        assert proc is not None and proc.stdin is not None and proc.stdout is not None
+            self._start(share)
+        assert self._proc is not None
+        return self._proc
+
+    def _worker_rss(self) -> int:
+        return _rss_bytes(self._proc.pid) if self._proc is not None and self._proc.poll() is None else 0
+
+    def _over_budget(self) -> bool:
+        """Whether the worker (with its children, e.g. tesseract, which get their own address
+        space) is past its share, or the whole tree past the budget with the worker grown: a
+        parent that is over the budget by itself does not fail every file."""
+        tree = _rss_bytes(os.getpid())
+        worker = self._worker_rss()
+        self.peak_tree_rss = max(self.peak_tree_rss, tree)
+        if worker > self.share_mb * 2**20:
+            return True
+        return tree > self._settings.memory_budget_mb * 2**20 and worker > MIN_WORKER_MB * 2**20 // 2
+
+    def parse(self, path: Path, crops_root: Path | None, display_name: str, progress: ProgressFn | None = None) -> ParsedDocument:
+        """Parse one file in the worker; raises BadPdfError (one plain line) for any failure of that file."""
+        proc = self._ready()
+        assert proc.stdin is not None
         try:
             proc.stdin.write(json.dumps([str(path), str(crops_root) if crops_root else None, display_name]) + "\n")
             proc.stdin.flush()
         except (BrokenPipeError, OSError):
             code = proc.poll()
             self._kill()
-            raise BadPdfError(display_name, _death_reason(code, self._settings)) from None
+            raise BadPdfError(display_name, _death_reason(code, self.share_mb, self._settings)) from None
+        return self._reply(proc, display_name, progress)
+
+    def _reply(self, proc: subprocess.Popen, display_name: str, progress: ProgressFn | None) -> ParsedDocument:
         deadline = time.monotonic() + self._settings.parse_timeout_s
         while True:
             left = deadline - time.monotonic()
@@ -156,8 +301,13 @@ class ParseWorker:
                     display_name,
                     f"parsing took longer than {self._settings.parse_timeout_s:g} s and was stopped (STRATA_INGEST__PARSE_TIMEOUT_S)",
                 )
+            if self._over_budget():
+                share = self.share_mb
+                self._kill()
+                log.warning("stopped the parse worker on %s: the process tree passed the memory budget", log_name(display_name))
+                raise BadPdfError(display_name, "the parser was stopped: " + _memory_reason(share, self._settings))
             try:
-                line = self._lines.get(timeout=min(left, 1.0))
+                line = self._lines.get(timeout=min(left, WATCH_INTERVAL_S))
             except queue.Empty:
                 continue
             if line is None or not line.endswith("\n"):
@@ -165,9 +315,14 @@ class ParseWorker:
                     code = proc.wait(timeout=5)
                 except subprocess.TimeoutExpired:
                     code = None
+                share = self.share_mb
                 self._kill()
-                raise BadPdfError(display_name, _death_reason(code, self._settings))
-            msg = json.loads(line)
+                raise BadPdfError(display_name, _death_reason(code, share, self._settings))
+            try:
+                msg = json.loads(line)
+            except json.JSONDecodeError:  # not a reply: something printed past the channel
+                log.debug("parse worker printed: %s", line.rstrip()[:200])
+                continue
             if msg[0] == "progress":
                 if progress is not None:
                     progress(msg[1], msg[2], msg[3])
@@ -175,13 +330,6 @@ class ParseWorker:
                 return ParsedDocument.model_validate(msg[1])
             else:
                 raise BadPdfError(display_name, msg[1])
-
-
-def _death_reason(code: int | None, settings: IngestSettings) -> str:
-    return (
-        f"the parser process died (exit code {code}) while reading this file; it probably exceeded the "
-        f"{settings.parse_memory_mb} MiB memory limit (STRATA_INGEST__PARSE_MEMORY_MB) or hit a crash in the PDF library"
-    )
 
 
 if __name__ == "__main__":

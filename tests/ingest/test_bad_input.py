@@ -201,7 +201,8 @@ def test_parse_timeout(service, workspace_copy, tmp_path):
     # ~1.4 GB of content that MuPDF streams through several times: tens of seconds of work
     # that stays under the (default) memory guard, so only the time limit stops it.
     slow = _zeros_bomb(tmp_path / "slow.pdf", 1_400_000_000)
-    svc = _service(service, parse_timeout_s=6.0, parse_memory_mb=4096)  # memory guard at 2 GiB: not hit
+    # A 4 GiB worker share (budget raised to fit it): the 2 GiB content-stream bound is not hit.
+    svc = _service(service, parse_timeout_s=6.0, parse_memory_mb=4096, memory_budget_mb=8192)
     reason = _check_batch(svc, workspace_copy, slow, _good_pdf(tmp_path), ("longer than 6 s", "PARSE_TIMEOUT_S"))
     assert "stopped" in reason
 

@@ -1,0 +1,92 @@
+"""The parse worker inside the tree's memory budget: its limit is what the parent leaves, a
+worker that dies or is stopped fails that one file with a one-line reason, and the next file
+gets a fresh worker."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+
+from backend.config import IngestSettings
+from backend.errors import BadPdfError
+from backend.ingest import worker as worker_mod
+from backend.ingest.worker import ParseWorker, worker_share_mb
+from bench import hostile
+
+
+def test_the_worker_gets_what_the_parent_leaves_of_the_budget():
+    settings = IngestSettings(memory_budget_mb=2048, parse_memory_mb=3072)
+    parent = 900 * 2**20
+    assert worker_share_mb(settings, parent) == 2048 - 900 - worker_mod.PARENT_HEADROOM_MB
+    assert worker_share_mb(settings.model_copy(update={"parse_memory_mb": 600}), parent) == 600
+    assert worker_share_mb(settings, 4096 * 2**20) == worker_mod.MIN_WORKER_MB
+
+
+def test_a_worker_killed_mid_file_fails_that_file_and_the_next_one_parses(tmp_path):
+    slow = hostile.text_pdf(tmp_path / "long.pdf", pages=300, lines=30)
+    good = hostile.text_pdf(tmp_path / "good.pdf")
+    with ParseWorker(IngestSettings()) as worker:
+        first_pid: list[int] = []
+
+        def kill_on_first_progress(stage: str, done: int, total: int) -> None:
+            if not first_pid:
+                first_pid.append(worker._proc.pid)
+                os.kill(worker._proc.pid, signal.SIGKILL)
+
+        with pytest.raises(BadPdfError) as failed:
+            worker.parse(slow, None, "long.pdf", kill_on_first_progress)
+        reason = failed.value.reason
+        assert "killed" in reason and "SIGKILL" in reason and "\n" not in reason, reason
+        parsed = worker.parse(good, None, "good.pdf")
+        assert parsed.document.file_name == "good.pdf"
+        assert worker._proc.pid != first_pid[0], "the next file gets a fresh worker"
+
+
+def test_the_parent_stops_a_worker_past_the_budget(tmp_path, monkeypatch):
+    good = hostile.text_pdf(tmp_path / "good.pdf")
+    real = worker_mod._rss_bytes
+    budget = real(os.getpid()) // 2**20 + 1024  # room for a worker beside this test process, whatever it holds
+    with ParseWorker(IngestSettings(memory_budget_mb=budget)) as worker:
+        worker.parse(good, None, "warm.pdf")  # a worker is running
+        pid = worker._proc.pid
+        # The tree as the watch sees it while the next file parses: the worker has grown by 3 GiB.
+        monkeypatch.setattr(worker_mod, "_rss_bytes", lambda p: real(p) + 3 * 2**30)
+        with pytest.raises(BadPdfError) as stopped:
+            worker.parse(good, None, "big.pdf")
+        assert "stopped" in stopped.value.reason and f"{budget} MiB memory budget" in stopped.value.reason
+        assert worker.peak_tree_rss > 3 * 2**30
+        monkeypatch.setattr(worker_mod, "_rss_bytes", real)
+        assert worker.parse(good, None, "after.pdf").document.file_name == "after.pdf"
+        assert worker._proc.pid != pid
+
+
+def test_a_parent_over_the_budget_by_itself_still_parses(tmp_path, monkeypatch):
+    """A server that holds more than the budget (many corpora loaded) gives the worker its
+    minimum share; a worker that stays small is not stopped for the parent's memory."""
+    good = hostile.text_pdf(tmp_path / "good.pdf")
+    real = worker_mod._rss_bytes
+    monkeypatch.setattr(worker_mod, "_rss_bytes", lambda p: real(p) + (3 * 2**30 if p == os.getpid() else 0))
+    with ParseWorker(IngestSettings(memory_budget_mb=2048)) as worker:
+        assert worker.parse(good, None, "good.pdf").document.file_name == "good.pdf"
+        assert worker.share_mb == worker_mod.MIN_WORKER_MB
+
+
+def test_the_worker_limit_follows_the_parent(tmp_path, monkeypatch):
+    """A parent that has grown (encoders loaded) restarts the worker with a smaller limit."""
+    good = hostile.text_pdf(tmp_path / "good.pdf")
+    real = worker_mod._rss_bytes
+    budget = real(os.getpid()) // 2**20 + 2048  # whatever this test process holds, 2 GiB are left for the worker
+    with ParseWorker(IngestSettings(memory_budget_mb=budget, parse_memory_mb=8192)) as worker:
+        worker.parse(good, None, "a.pdf")
+        first_share, pid = worker.share_mb, worker._proc.pid
+        monkeypatch.setattr(worker_mod, "_rss_bytes", lambda p: real(p) + (600 * 2**20 if p == os.getpid() else 0))
+        worker.parse(good, None, "b.pdf")
+        assert worker.share_mb <= first_share - 500 and worker._proc.pid != pid
+
+
+def test_rss_from_proc_matches_psutil():
+    psutil = pytest.importorskip("psutil")
+    ours, theirs = worker_mod._proc_rss(os.getpid()), psutil.Process().memory_info().rss
+    assert abs(ours - theirs) < 0.1 * theirs
