@@ -30,8 +30,13 @@ NUMBER_Q_RE = re.compile(
     r"(percentage|percent|ratio|average|total)\b)",
     re.I,
 )
-DATE_Q_RE = re.compile(r"\b(when|what (year|date|month|day)|in which year|which year)\b", re.I)
-WHO_Q_RE = re.compile(r"^\s*(who|whom|whose)\b", re.I)
+# "When was/did ..." asks for a date; "When is the test necessary?" asks for a condition (a sentence).
+DATE_Q_RE = re.compile(r"\b(when (was|were|did|had|will)|what (year|date|month|day)|in (which|what) year|which year|since when)\b", re.I)
+# "What was the effective tax rate in 2018?": a quantity named anywhere after "what is/was the".
+QUANTITY_Q_RE = re.compile(
+    r"\bwhat (is|was|were|are) (the )?[^?]{0,60}?\b(amount|value|rate|total|number|percentage|ratio|change|difference|"
+    r"average|revenue|profit|loss|income|expense|cost|sales|margin|ebitda|balance|price)s?\b", re.I)
+REASON_Q_RE = re.compile(r"\b(reason|why|explain|describe|what caused|how did)\b", re.I)
 NUMBER_RE = re.compile(r"[-−]?[$€£]?\(?\d[\d,]*(?:\.\d+)?\)?\s?(?:%|percent|million|billion|thousand|bn|m\b|k\b)?", re.I)
 MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec"
 DATE_RE = re.compile(
@@ -70,7 +75,7 @@ class RulesBackend:
 # ---------------------------------------------------------------- the reader's answer rules
 
 PERSON_Q_RE = re.compile(
-    r"^\s*(who|whom|whose)\b|\b(which|what) (person|man|woman|actor|actress|author|writer|director|player|singer|"
+    r"^\s*(who|whom|whose)\b|\bby (who|whom)\b|\b(which|what) (person|man|woman|actor|actress|author|writer|director|player|singer|"
     r"president|king|queen|founder|composer|artist)\b|\bwhat is the name of the (person|man|woman)\b", re.I)
 PLACE_Q_RE = re.compile(
     r"^\s*where\b|\b(in|at|from|to) (which|what) (city|country|state|town|county|region|province|island|place)\b|"
@@ -80,6 +85,7 @@ DEFINE_Q_RE = re.compile(
     r"\bwhat is (?P<b>.+?) used for\b|\bwhat is meant by (?P<c>[^?]+)", re.I)
 OPTION_RE = re.compile(r"(?<![\w\[-])(--?[A-Za-z0-9][\w-]*)")
 NEXT_OPTION_RE = re.compile(r"\s(?=--?[A-Za-z0-9][\w-]*(?:,|\s{2,}|\s+[a-z]|\s+[A-Z_<][\w<>]*\s))")
+BY_NAME_RE = re.compile(r"\bby (?:the )?([A-Z][\w'’-]+(?:\s+(?:(?:of|and|&|for)\s+)?[A-Z][\w'’-]+)*)")
 PLACE_RE = re.compile(r"\b(?:in|at|from|near)\s+((?:[A-Z][\w'’-]+)(?:\s+[A-Z][\w'’-]+)*)")
 TERM_NOISE = {"the", "a", "an", "option", "flag", "switch", "command", "function", "term", "parameter", "argument"}
 TYPED = ("number", "date", "person", "place", "definition")
@@ -103,7 +109,9 @@ def question_type(question: str) -> str:
         return "place"
     if DEFINE_Q_RE.search(q):
         return "definition"
-    if NUMBER_Q_RE.search(q):
+    if REASON_Q_RE.search(q):
+        return "sentence"
+    if NUMBER_Q_RE.search(q) or QUANTITY_Q_RE.search(q):
         return "number"
     return "sentence"
 
@@ -159,7 +167,7 @@ def _numbers(e: dict[str, Any], q_tokens: set[str], count: bool) -> list[tuple[f
             return [(0.4, named[-1].strip())]
     found: list[tuple[float, str]] = []
     for m in NUMBER_RE.finditer(text):
-        value = m.group(0).strip()
+        value = m.group(0).strip().rstrip(",.")  # "2018," in running text is the year 2018
         if not re.search(r"\d", value) or re.fullmatch(r"(19|20)\d{2}", value):
             continue
         after = re.match(r"\s*([A-Za-z][\w-]*)", text[m.end():])
@@ -183,7 +191,9 @@ def _first_new(pattern: re.Pattern, text: str, q_tokens: set[str]) -> str | None
     """The first match whose words are not all the question's own ("Who wrote Hamlet?" is not
     answered by "Hamlet")."""
     for m in pattern.finditer(text):
-        value = m.group(0).strip()
+        value = (m.group(1) if m.groups() else m.group(0)).strip()
+        if value.isupper() and len(value) > 4:
+            continue  # an upper-case heading ("AMERICAN TOWER CORPORATION"), not a name
         if content_tokens(value) and not content_tokens(value) <= q_tokens:
             return value
     return None
@@ -207,8 +217,8 @@ def type_fit(qtype: str, e: dict[str, Any], question: str, q_tokens: set[str]) -
                 return 1.0, m.group(1)
         value = _first_new(NAME_RE, text, q_tokens)
         return (0.5, value) if value else (0.0, None)
-    if qtype == "person":
-        value = _first_new(NAME_RE, text, q_tokens)
+    if qtype == "person":  # "approved by the Board of Directors", else any name
+        value = _first_new(BY_NAME_RE, text, q_tokens) or _first_new(NAME_RE, text, q_tokens)
         return (1.0, value) if value else (0.0, None)
     if qtype == "definition":
         return _definition(text, defined_terms(question))
