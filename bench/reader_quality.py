@@ -1,7 +1,7 @@
 """Answer quality of the reader (EM / token F1 / false abstention, abstention off the corpus),
 before and after a change, on the tune and check halves side by side (issue 10 item 4).
 
-    python bench/reader_quality.py --workspace /work/scratch/i/ws --out /work/scratch/i/rq \
+    python bench/reader_quality.py --workspace /work/scratch/i/ws --out /work/scratch/i/rq2 \
         --baseline-ref main
 
 One command: builds (or reuses) a small workspace of the first N dev-tatqa-pdf documents (by
@@ -175,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, required=True, help="scratch folder for predictions and scores")
     ap.add_argument("--bench", type=Path, default=BENCH)
     ap.add_argument("--tatqa-docs", type=int, default=25)
-    ap.add_argument("--hotpot-docs", type=int, default=25)
+    ap.add_argument("--hotpot-docs", type=int, default=50)
     ap.add_argument("--method", default="hikey")
     ap.add_argument("--baseline-ref", help="git ref whose reader is the 'before' (e.g. main)")
     ap.add_argument("--reuse", action="store_true", help="score existing predictions in --out instead of asking again")
