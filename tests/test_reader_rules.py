@@ -125,3 +125,14 @@ def test_the_reader_takes_the_subqueries_of_the_last_decomposition():
     assert subqueries_of(trace) == []
     trace.add(DecomposeStep(subqueries=[SubQuery(text="a"), SubQuery(text="b")]))
     assert subqueries_of(trace) == ["a", "b"]
+
+
+def test_respectively_takes_one_cell_per_year_the_question_lists():
+    row = unit("r1", "Table 1: (Dollars in Millions): Net Income; Fiscal Year Ended April 27, 2019: $106.4; "
+                     "April 28, 2018: $70.5", 0.6, 0.6, kind="row")
+    out = answer_by_rules("What was the net income in 2019 and 2018 respectively?", [row], THRESHOLD)
+    assert out["answer"] == "$106.4, $70.5"
+    sentence = unit("s1", "During 2020 and 2018 the Company recognized $417 million and $146 million, respectively, "
+                          "of amortization.", 0.6, 0.6)
+    out = answer_by_rules("What was the amount of amortization in 2020 and 2018 respectively?", [sentence], THRESHOLD)
+    assert out["answer"] == "$417 million, $146 million"

@@ -154,17 +154,22 @@ def _definition(text: str, terms: list[str]) -> tuple[float, str | None]:
     return best
 
 
-def _numbers(e: dict[str, Any], q_tokens: set[str], count: bool) -> list[tuple[float, str]]:
+def _numbers(e: dict[str, Any], q_tokens: set[str], count: bool, pairs: int = 0) -> list[tuple[float, str]]:
     """(bonus, value) of every number in a unit that could answer a number question: a bonus when
     the number is followed by a word of the question ("17 scenes") or sits near its words, a
     penalty when it is part of a name ("Landsat 8", "Table 2"); a table row gives the cell under
-    the header the question names (bonus 0.4). Years are dates, not numbers."""
+    the header that shares most words with the question (bonus 0.4; `pairs`: the question says
+    "respectively" about `pairs` years, so the first `pairs` such cells, in row order). Years are
+    dates, not numbers."""
     text = e["text"]
     if e.get("kind") == "row":
         cells = [c.split(": ", 1) for c in text.split("; ") if ": " in c]
-        named = [v for h, v in cells if content_tokens(h) & q_tokens and NUMBER_RE.search(v)]
+        named = [(len(content_tokens(h) & q_tokens), i, v.strip()) for i, (h, v) in enumerate(cells)
+                 if content_tokens(h) & q_tokens and NUMBER_RE.search(v)]
+        if named and pairs and len(named) >= 2:
+            return [(0.4, ", ".join(v for _, _, v in named[:pairs]))]
         if named:
-            return [(0.4, named[-1].strip())]
+            return [(0.4, max(named)[2])]
     found: list[tuple[float, str]] = []
     for m in NUMBER_RE.finditer(text):
         value = m.group(0).strip().rstrip(",.")  # "2018," in running text is the year 2018
@@ -203,10 +208,14 @@ def type_fit(qtype: str, e: dict[str, Any], question: str, q_tokens: set[str]) -
     """How well a unit holds what the question asks for (0: not at all), and the short answer in it."""
     text = e["text"]
     if qtype == "number":
-        nums = _numbers(e, q_tokens, count=bool(re.search(r"\bhow many\b", question, re.I)))
+        years = len(set(re.findall(r"\b(?:19|20)\d{2}\b", question)))
+        pairs = max(2, years) if re.search(r"\brespectively\b", question, re.I) else 0
+        nums = _numbers(e, q_tokens, count=bool(re.search(r"\bhow many\b", question, re.I)), pairs=pairs)
         if not nums:
             return 0.0, None
         bonus, value = max(nums)
+        if pairs and e.get("kind") != "row" and len(nums) >= 2:  # "... $417 million and $146 million, respectively"
+            value = ", ".join(v for _, v in sorted(sorted(nums, reverse=True)[:pairs], key=lambda n: nums.index(n)))
         return max(0.2, 1.0 + bonus), value
     if qtype == "date":
         value = _first_new(DATE_RE, text, q_tokens)
