@@ -136,3 +136,18 @@ def test_respectively_takes_one_cell_per_year_the_question_lists():
                           "of amortization.", 0.6, 0.6)
     out = answer_by_rules("What was the amount of amortization in 2020 and 2018 respectively?", [sentence], THRESHOLD)
     assert out["answer"] == "$417 million, $146 million"
+
+
+def test_a_row_gives_the_change_average_or_percentage_the_question_asks_for():
+    row = unit("r1", "Table 1: ($ in millions): Revenues; 2019: $120.0; 2018: $100.0; 2017: $91.0", 0.6, 0.6, kind="row")
+    ask = lambda q: answer_by_rules(q, [row], THRESHOLD)["answer"]  # noqa: E731
+    assert ask("What was the change in the revenues from 2018 to 2019?") == "20"
+    assert ask("What is the average revenues for 2018 and 2019?") == "110"
+    assert ask("What was the percentage change in revenues between 2018 and 2019?") == "20"
+    assert ask("What is the average revenues from 2017 to 2019?") == "103.67"
+
+
+def test_a_row_that_holds_the_change_itself_is_read_not_recomputed():
+    row = unit("r1", "Table 1: Order intake; 2019: 120; 2018: 100; Change (%): 13.2", 0.6, 0.6, kind="row")
+    out = answer_by_rules("What is the change (%) for order intake between 2018 and 2019?", [row], THRESHOLD)
+    assert out["answer"] == "13.2"

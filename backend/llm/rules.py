@@ -192,6 +192,57 @@ def _numbers(e: dict[str, Any], q_tokens: set[str], count: bool, pairs: int = 0)
     return found
 
 
+ARITH_RE = re.compile(
+    r"\b(?P<pct>percentage (change|increase|decrease|difference)|% change|change \(%\)|change in %)|\b(?P<avg>average|mean)\b|"
+    r"\b(?P<chg>change|increase|decrease|difference|growth)\b|\b(?P<sum>total|sum|combined|altogether)\b", re.I)
+
+
+def cell_value(text: str) -> float | None:
+    """A table cell as a number: "$(9,399)" -> -9399.0; None when it is not one."""
+    t = text.strip().replace("$", "").replace(",", "").replace(" ", "").rstrip("%")
+    neg = t.startswith("(") and t.endswith(")")
+    try:
+        value = float(t.strip("()").replace("−", "-"))
+    except ValueError:
+        return None
+    return -value if neg else value
+
+
+def _arithmetic(question: str, e: dict[str, Any]) -> str | None:
+    """What a row gives by arithmetic over the years the question names (TAT-QA style): the
+    change from the earlier to the later year, its percentage, the average or the total. None
+    when the question asks for none of these or the row lacks a cell for each year."""
+    years = list(dict.fromkeys(re.findall(r"\b(?:19|20)\d{2}\b", question)))
+    m = ARITH_RE.search(question)
+    if e.get("kind") != "row" or len(years) < 2 or not m or re.search(r"\brespectively\b", question, re.I):
+        return None  # "X in 2019 and 2018 respectively" asks for the values, not their sum
+    cells = [c.split(": ", 1) for c in e["text"].split("; ") if ": " in c]
+    op = re.sub(r"[^a-z%]", " ", m.group(0).lower()).split()[-1]
+    if any(op in h.lower() for h, _ in cells):
+        return None  # the row has the figure already (a "Change (%)" column): the cell answers
+    values: dict[str, float] = {}
+    for y in years:
+        found = [cell_value(v) for h, v in cells if y in h and cell_value(v) is not None]
+        if not found:
+            return None
+        values[y] = found[0]
+    early, late = values[min(years)], values[max(years)]
+    if m.group("avg") and re.search(rf"\bfrom {min(years)} to {max(years)}\b", question):
+        for h, v in cells:  # "average ... from 2015 to 2019": every year in the range the row holds
+            y = re.search(r"\b(?:19|20)\d{2}\b", h)
+            if y and min(years) < y.group(0) < max(years) and y.group(0) not in values and cell_value(v) is not None:
+                values[y.group(0)] = cell_value(v)
+    if m.group("pct"):
+        result = (late - early) / early * 100 if early else None
+    elif m.group("avg"):
+        result = sum(values.values()) / len(values)
+    elif m.group("chg"):
+        result = late - early
+    else:
+        result = sum(values.values())
+    return None if result is None else f"{round(result, 2):g}"
+
+
 def _first_new(pattern: re.Pattern, text: str, q_tokens: set[str]) -> str | None:
     """The first match whose words are not all the question's own ("Who wrote Hamlet?" is not
     answered by "Hamlet")."""
@@ -208,6 +259,9 @@ def type_fit(qtype: str, e: dict[str, Any], question: str, q_tokens: set[str]) -
     """How well a unit holds what the question asks for (0: not at all), and the short answer in it."""
     text = e["text"]
     if qtype == "number":
+        computed = _arithmetic(question, e)
+        if computed is not None:
+            return 1.5, computed
         years = len(set(re.findall(r"\b(?:19|20)\d{2}\b", question)))
         pairs = max(2, years) if re.search(r"\brespectively\b", question, re.I) else 0
         nums = _numbers(e, q_tokens, count=bool(re.search(r"\bhow many\b", question, re.I)), pairs=pairs)
