@@ -151,3 +151,9 @@ def test_a_row_that_holds_the_change_itself_is_read_not_recomputed():
     row = unit("r1", "Table 1: Order intake; 2019: 120; 2018: 100; Change (%): 13.2", 0.6, 0.6, kind="row")
     out = answer_by_rules("What is the change (%) for order intake between 2018 and 2019?", [row], THRESHOLD)
     assert out["answer"] == "13.2"
+
+
+def test_respective_values_come_in_the_order_the_question_names_the_years():
+    row = unit("r1", "Table 1: Assumptions: Dividend yield; 2019: 4.5%; 2018: 4.6%; 2017: 4.1%", 0.6, 0.6, kind="row")
+    out = answer_by_rules("What are the respective dividend yield in 2017 and 2018?", [row], THRESHOLD)
+    assert out["answer"] == "4.1%, 4.6%"

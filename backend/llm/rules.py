@@ -36,6 +36,8 @@ DATE_Q_RE = re.compile(r"\b(when (was|were|did|had|will)|what (year|date|month|d
 QUANTITY_Q_RE = re.compile(
     r"\bwhat (is|was|were|are) (the )?[^?]{0,60}?\b(amount|value|rate|total|number|percentage|ratio|change|difference|"
     r"average|revenue|profit|loss|income|expense|cost|sales|margin|ebitda|balance|price)s?\b", re.I)
+RESPECTIVE_RE = re.compile(r"\brespective(ly)?\b", re.I)
+YEAR_RE = re.compile(r"\b(?:19|20)\d{2}\b")
 REASON_Q_RE = re.compile(r"\b(reason|why|explain|describe|what caused|how did)\b", re.I)
 NUMBER_RE = re.compile(r"[-−]?[$€£]?\(?\d[\d,]*(?:\.\d+)?\)?\s?(?:%|percent|million|billion|thousand|bn|m\b|k\b)?", re.I)
 MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec"
@@ -111,6 +113,8 @@ def question_type(question: str) -> str:
         return "definition"
     if REASON_Q_RE.search(q):
         return "sentence"
+    if RESPECTIVE_RE.search(q) and len(set(YEAR_RE.findall(q))) >= 2:
+        return "number"  # "What are the respective dividend yield in 2017 and 2018?"
     if NUMBER_Q_RE.search(q) or QUANTITY_Q_RE.search(q):
         return "number"
     return "sentence"
@@ -154,19 +158,24 @@ def _definition(text: str, terms: list[str]) -> tuple[float, str | None]:
     return best
 
 
-def _numbers(e: dict[str, Any], q_tokens: set[str], count: bool, pairs: int = 0) -> list[tuple[float, str]]:
+def _numbers(
+    e: dict[str, Any], q_tokens: set[str], count: bool, pairs: int = 0, years: tuple[str, ...] = ()
+) -> list[tuple[float, str]]:
     """(bonus, value) of every number in a unit that could answer a number question: a bonus when
     the number is followed by a word of the question ("17 scenes") or sits near its words, a
     penalty when it is part of a name ("Landsat 8", "Table 2"); a table row gives the cell under
     the header that shares most words with the question (bonus 0.4; `pairs`: the question says
-    "respectively" about `pairs` years, so the first `pairs` such cells, in row order). Years are
-    dates, not numbers."""
+    "respectively" about `pairs` years: one cell per year of `years`, in the question's order, else
+    the first `pairs` such cells in row order). Years are dates, not numbers."""
     text = e["text"]
     if e.get("kind") == "row":
         cells = [c.split(": ", 1) for c in text.split("; ") if ": " in c]
         named = [(len(content_tokens(h) & q_tokens), i, v.strip()) for i, (h, v) in enumerate(cells)
                  if content_tokens(h) & q_tokens and NUMBER_RE.search(v)]
         if named and pairs and len(named) >= 2:
+            by_year = [next((v.strip() for h, v in cells if y in h and NUMBER_RE.search(v)), None) for y in years]
+            if len(by_year) >= 2 and all(by_year):  # in the order the question names the years
+                return [(0.4, ", ".join(by_year))]  # type: ignore[arg-type]
             return [(0.4, ", ".join(v for _, _, v in named[:pairs]))]
         if named:
             return [(0.4, max(named)[2])]
@@ -214,7 +223,7 @@ def _arithmetic(question: str, e: dict[str, Any]) -> str | None:
     when the question asks for none of these or the row lacks a cell for each year."""
     years = list(dict.fromkeys(re.findall(r"\b(?:19|20)\d{2}\b", question)))
     m = ARITH_RE.search(question)
-    if e.get("kind") != "row" or len(years) < 2 or not m or re.search(r"\brespectively\b", question, re.I):
+    if e.get("kind") != "row" or len(years) < 2 or not m or RESPECTIVE_RE.search(question):
         return None  # "X in 2019 and 2018 respectively" asks for the values, not their sum
     cells = [c.split(": ", 1) for c in e["text"].split("; ") if ": " in c]
     op = re.sub(r"[^a-z%]", " ", m.group(0).lower()).split()[-1]
@@ -262,9 +271,9 @@ def type_fit(qtype: str, e: dict[str, Any], question: str, q_tokens: set[str]) -
         computed = _arithmetic(question, e)
         if computed is not None:
             return 1.5, computed
-        years = len(set(re.findall(r"\b(?:19|20)\d{2}\b", question)))
-        pairs = max(2, years) if re.search(r"\brespectively\b", question, re.I) else 0
-        nums = _numbers(e, q_tokens, count=bool(re.search(r"\bhow many\b", question, re.I)), pairs=pairs)
+        years = tuple(dict.fromkeys(YEAR_RE.findall(question)))
+        pairs = max(2, len(years)) if RESPECTIVE_RE.search(question) else 0
+        nums = _numbers(e, q_tokens, count=bool(re.search(r"\bhow many\b", question, re.I)), pairs=pairs, years=years)
         if not nums:
             return 0.0, None
         bonus, value = max(nums)
