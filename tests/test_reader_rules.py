@@ -157,3 +157,13 @@ def test_respective_values_come_in_the_order_the_question_names_the_years():
     row = unit("r1", "Table 1: Assumptions: Dividend yield; 2019: 4.5%; 2018: 4.6%; 2017: 4.1%", 0.6, 0.6, kind="row")
     out = answer_by_rules("What are the respective dividend yield in 2017 and 2018?", [row], THRESHOLD)
     assert out["answer"] == "4.1%, 4.6%"
+
+
+def test_a_what_noun_question_is_answered_by_the_named_thing_not_the_whole_sentence():
+    evidence = [
+        unit("u1", "It is told in first person, with all six main characters taking turns narrating the books.", 0.62, 0.5),
+        unit("u2", "Animorphs is a science fantasy series of young adult books written by Katherine Applegate.", 0.55, 0.4),
+    ]
+    out = answer_by_rules("What science fantasy young adult series is told in first person?", evidence, THRESHOLD)
+    assert question_type("What science fantasy young adult series is told in first person?") == "entity"
+    assert out["answer"] == "Animorphs" and out["citations"][0] == "u2"

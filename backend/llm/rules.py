@@ -38,6 +38,9 @@ QUANTITY_Q_RE = re.compile(
     r"average|revenue|profit|loss|income|expense|cost|sales|margin|ebitda|balance|price)s?\b", re.I)
 RESPECTIVE_RE = re.compile(r"\brespective(ly)?\b", re.I)
 YEAR_RE = re.compile(r"\b(?:19|20)\d{2}\b")
+# "What government position ...", "Which band ...": a named thing (answered by a capitalised phrase).
+ENTITY_Q_RE = re.compile(r"^\s*(which|what)\s+(?!(is|was|are|were|does|do|did|has|have|had|can|could|will|would)\b)[a-z]", re.I)
+ENTITY_RE = re.compile(r"\b[A-Z][\w'’.-]*(?:\s+(?:(?:of|the|and|de|for|in)\s+)?[A-Z][\w'’.-]*)*")
 REASON_Q_RE = re.compile(r"\b(reason|why|explain|describe|what caused|how did)\b", re.I)
 NUMBER_RE = re.compile(r"[-−]?[$€£]?\(?\d[\d,]*(?:\.\d+)?\)?\s?(?:%|percent|million|billion|thousand|bn|m\b|k\b)?", re.I)
 MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec"
@@ -117,6 +120,8 @@ def question_type(question: str) -> str:
         return "number"  # "What are the respective dividend yield in 2017 and 2018?"
     if NUMBER_Q_RE.search(q) or QUANTITY_Q_RE.search(q):
         return "number"
+    if ENTITY_Q_RE.search(q):
+        return "entity"
     return "sentence"
 
 
@@ -289,6 +294,9 @@ def type_fit(qtype: str, e: dict[str, Any], question: str, q_tokens: set[str]) -
                 return 1.0, m.group(1)
         value = _first_new(NAME_RE, text, q_tokens)
         return (0.5, value) if value else (0.0, None)
+    if qtype == "entity":
+        value = _first_new(ENTITY_RE, text, q_tokens)
+        return (1.0, value) if value else (0.0, None)
     if qtype == "person":  # "approved by the Board of Directors", else any name
         value = _first_new(BY_NAME_RE, text, q_tokens) or _first_new(NAME_RE, text, q_tokens)
         return (1.0, value) if value else (0.0, None)
