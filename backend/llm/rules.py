@@ -9,6 +9,12 @@ of the last subquery), extract a short answer from the winner, cite only the uni
 it, or abstain with "not enough evidence" when the best evidence is weak or no unit holds the
 asked type and coverage is weak. They do no generation beyond extraction.
 
+Knobs (TYPE_WEIGHT, FINAL_SUBQUERY_WEIGHT, WEAK_COVERAGE, CITE_COVERAGE, MAX_CITED) were set
+by reasoning, not searched; the question-type patterns, row arithmetic and 'respective' rules came
+from reading the tune half's misses (bench/reader_quality.py); its check half is the figure to
+quote. A bound on the chosen unit's coverage was measured on the tune half and left out: at 0.5
+it abstained on 12 more off-corpus questions but on 15 answerable ones, hotpot's among them.
+
 What is not here: scoring the units (backend/reader.py does) or choosing the threshold
 (settings.reader.abstain_threshold).
 """
