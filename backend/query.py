@@ -27,7 +27,7 @@ from backend.errors import StrataError
 from backend.graph.corpus import Corpus
 from backend.llm.base import LLMBackend
 from backend.packing import TokenBudgetPacker
-from backend.reader import EvidenceReader
+from backend.reader import EvidenceReader, subqueries_of
 from backend.retrieval.base import Retriever
 from backend.types import (
     Answer,
@@ -120,9 +120,9 @@ class QueryPipeline:
         packer = TokenBudgetPacker(self.corpus, self.count_tokens, self.reader.associates_per_anchor)
         return packer.pack(question, hits, budget)
 
-    def read(self, question: str, pack: EvidencePack) -> Answer:
+    def read(self, question: str, pack: EvidencePack, trace: Trace | None = None) -> Answer:
         reader = EvidenceReader(self.corpus, self.llm, self.reader.abstain_threshold)
-        return reader.read(question, self.question_vectors(question), pack)
+        return reader.read(question, self.question_vectors(question), pack, subqueries_of(trace))
 
     def run(self, retriever: Retriever, method: str, question: str, top_k: int, params: dict, budget: int) -> AskResult:
         """The whole question, with the milliseconds of each stage in timings_ms."""
@@ -134,7 +134,7 @@ class QueryPipeline:
         pack = self.pack(question, hits, budget)
         timings["pack"] = _ms_since(t)
         t = time.perf_counter()
-        answer = self.read(question, pack)
+        answer = self.read(question, pack, trace)
         timings["read"] = _ms_since(t)
         timings["total"] = round(sum(timings.values()), 2)
         return AskResult(
@@ -148,7 +148,7 @@ class QueryPipeline:
         node is not in this corpus are left out of the pack)."""
         hits = [ScoredNode(node_id=r.node_id, score=r.score, why=r.why) for r in result.results if r.node_id in self.corpus.nodes]
         pack = self.pack(result.question, hits, budget)
-        return result.model_copy(update={"pack": pack, "answer": self.read(result.question, pack)})
+        return result.model_copy(update={"pack": pack, "answer": self.read(result.question, pack, result.trace)})
 
 
 # ---------------------------------------------------------------- wire format

@@ -3,23 +3,43 @@ table rows or figure regions.
 
 It scores every subcomponent of the packed units against the question (its own cosine in the
 subcomponent space, its component's cosine in the text-encoder space, and coverage of the
-question's content words), hands the best ones to the LLM
-backend's 'answer' task, and turns the cited ids into citations with document, page, box and
+question's content words), notes which of the retriever's subqueries (when it decomposed the
+question) each one covers best, hands the best ones to the LLM backend's typed ANSWER task
+(backend/llm/answer.py), and turns the cited ids into citations with document, page, box and
 section path. Abstains ("not enough evidence") when the backend does.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from backend.graph.corpus import Corpus
-from backend.llm.base import ANSWER_PROMPT, LLMBackend
-from backend.llm.rules import QUESTION_WORDS, content_tokens
-from backend.types import Answer, Citation, EvidencePack
+from backend.llm.answer import ANSWER, AnswerPayload, EvidenceUnit
+from backend.llm.base import LLMBackend
+from backend.llm.rules import NOT_ENOUGH, QUESTION_WORDS, content_tokens
+from backend.types import Answer, Citation, DecomposeStep, EvidencePack, Trace
 
 MAX_EVIDENCE = 8
 # evidence score = weights . (subcomponent cosine, component cosine, question coverage)
 SUB_WEIGHT, COMPONENT_WEIGHT, COVERAGE_WEIGHT = 0.3, 0.3, 0.4
+
+
+def subqueries_of(trace: Trace | None) -> list[str]:
+    """The subqueries of the trace's last decomposition ([] when the retriever did not decompose)."""
+    steps = [s for s in (trace.steps if trace else []) if isinstance(s, DecomposeStep)]
+    return [q.text for q in steps[-1].subqueries] if steps else []
+
+
+def _best_subquery(tokens: set[str], sub_tokens: Sequence[set[str]]) -> tuple[int | None, float]:
+    """(index, coverage) of the subquery whose content words the unit covers most."""
+    best: tuple[int | None, float] = (None, 0.0)
+    for i, st in enumerate(sub_tokens):
+        cov = len(tokens & st) / len(st) if st else 0.0
+        if cov > best[1]:
+            best = (i, cov)
+    return best
 
 
 class EvidenceReader:
@@ -28,13 +48,16 @@ class EvidenceReader:
         self.llm = llm
         self.threshold = abstain_threshold
 
-    def score_units(self, question: str, qvecs: tuple[np.ndarray, np.ndarray], pack: EvidencePack) -> list[dict]:
+    def score_units(
+        self, question: str, qvecs: tuple[np.ndarray, np.ndarray], pack: EvidencePack, subqueries: Sequence[str] = ()
+    ) -> list[EvidenceUnit]:
         """qvecs: the question in the component space and in the subcomponent space."""
         q_text, q_sub = qvecs
         subs = self.corpus.layers["subcomponents"]
         comps = self.corpus.layers["components"]
         q_tokens = content_tokens(question) - QUESTION_WORDS
-        scored: list[dict] = []
+        sub_tokens = [content_tokens(s) - QUESTION_WORDS for s in subqueries] if len(subqueries) > 1 else []
+        scored: list[EvidenceUnit] = []
         for unit in pack.units:
             if unit.role == "header":
                 continue
@@ -44,30 +67,33 @@ class EvidenceReader:
                 node = self.corpus.nodes[sid]
                 row = subs.dense.row.get(sid)
                 cos = float(subs.dense.matrix[row] @ q_sub) if row is not None else 0.0
-                coverage = len(content_tokens(node.text) & q_tokens) / len(q_tokens) if q_tokens else 0.0
+                tokens = content_tokens(node.text)
+                coverage = len(tokens & q_tokens) / len(q_tokens) if q_tokens else 0.0
                 score = SUB_WEIGHT * max(cos, 0.0) + COMPONENT_WEIGHT * comp_cos + COVERAGE_WEIGHT * coverage
-                scored.append(
-                    {"id": sid, "kind": node.kind.value, "text": node.text, "score": round(score, 4),
-                     "cosine": round(cos, 4), "coverage": round(coverage, 4), "role": unit.role}
-                )
-        scored.sort(key=lambda e: (-e["score"], e["id"]))
+                sq, sq_cov = _best_subquery(tokens, sub_tokens)
+                scored.append(EvidenceUnit(
+                    id=sid, kind=node.kind.value, text=node.text, score=round(score, 4), cosine=round(cos, 4),
+                    coverage=round(coverage, 4), role=unit.role, subquery=sq, sub_coverage=round(sq_cov, 4),
+                ))
+        scored.sort(key=lambda e: (-e.score, e.id))
         return scored
 
-    def read(self, question: str, qvecs: tuple[np.ndarray, np.ndarray], pack: EvidencePack) -> Answer:
-        evidence = self.score_units(question, qvecs, pack)[:MAX_EVIDENCE]
-        out = self.llm.complete_json(
-            "answer",
-            ANSWER_PROMPT.format(context=pack.text, question=question),
-            {"question": question, "evidence": evidence, "threshold": self.threshold},
-        )
-        citations = [self.citation(i + 1, node_id) for i, node_id in enumerate(out.get("citations", [])) if node_id in self.corpus.nodes]
-        abstained = bool(out.get("abstain")) or not citations
+    def read(
+        self, question: str, qvecs: tuple[np.ndarray, np.ndarray], pack: EvidencePack, subqueries: Sequence[str] = ()
+    ) -> Answer:
+        evidence = self.score_units(question, qvecs, pack, subqueries)[:MAX_EVIDENCE]
+        payload = AnswerPayload(question=question, evidence=evidence, threshold=self.threshold, context=pack.text,
+                                subqueries=list(subqueries))
+        out = self.llm.run(ANSWER, payload)
+        known = [node_id for node_id in dict.fromkeys(out.citations) if node_id in self.corpus.nodes]
+        citations = [self.citation(i + 1, node_id) for i, node_id in enumerate(known)]
+        abstained = out.abstain or not citations
         return Answer(
-            text=out["answer"] if not abstained or out.get("abstain") else "not enough evidence",
+            text=out.answer if not abstained or out.abstain else NOT_ENOUGH,
             abstained=abstained,
             citations=citations,
-            confidence=float(out.get("confidence", 0.0)),
-            reason=str(out.get("reason", "")),
+            confidence=out.confidence,
+            reason=out.reason,
         )
 
     def citation(self, n: int, node_id: str) -> Citation:

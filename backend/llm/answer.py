@@ -2,8 +2,8 @@
 as a typed task, `ANSWER`, so a reader can `llm.run(ANSWER, AnswerPayload(...))` like every other
 prompt. Offline it is answered by `answer_by_rules` (backend/llm/rules.py).
 
-The reader (backend/reader.py) still sends this prompt through the raw `complete_json('answer',
-...)` transport; both paths give the same reply.
+The reader (backend/reader.py) runs it with `llm.run(ANSWER, payload)`: the rules backend calls
+the rules, a model backend renders the prompt and validates its JSON with `AnswerReply`.
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ class EvidenceUnit(TaskPayload):
     cosine: float
     coverage: float = Field(description="Share of the question's content words the unit contains.")
     role: str
+    subquery: int | None = Field(None, description="Index of the decomposed subquery this unit covers best (None: not decomposed).")
+    sub_coverage: float = Field(0.0, description="Share of that subquery's content words the unit contains.")
 
 
 class AnswerPayload(TaskPayload):
@@ -32,6 +34,7 @@ class AnswerPayload(TaskPayload):
     evidence: list[EvidenceUnit] = Field(description="Scored units, best first.")
     threshold: float = Field(0.35, description="Below this best evidence score the answer abstains.")
     context: str = Field("", description="The packed evidence as the prompt shows it.")
+    subqueries: list[str] = Field(default_factory=list, description="The retriever's decomposition of the question, if any.")
 
 
 class AnswerReply(TaskAnswer):
@@ -44,7 +47,7 @@ class AnswerReply(TaskAnswer):
 
 def _rules(payload: AnswerPayload) -> AnswerReply:
     evidence = [e.model_dump() for e in payload.evidence]
-    return AnswerReply.model_validate(answer_by_rules(payload.question, evidence, payload.threshold))
+    return AnswerReply.model_validate(answer_by_rules(payload.question, evidence, payload.threshold, len(payload.subqueries)))
 
 
 ANSWER: LLMTask[AnswerPayload, AnswerReply] = LLMTask(

@@ -4,8 +4,10 @@
 `rules` (offline, deterministic) calls the task's rules; `openai` (any OpenAI-compatible server)
 and `hf` (a local transformers causal LM) render the task's prompt, ask for JSON and validate it
 with the answer model; GuardedBackend falls back to the task's rules when a model fails.
-`complete_json(name, prompt, payload, schema)` is the raw JSON transport underneath; the reader's
-'answer' prompt still calls it directly.
+`complete_json(name, prompt, payload, schema)` is the raw JSON transport underneath (run_on_model
+in backend/llm/task.py sends every task through it). No backend code calls it for answering any
+more (the reader runs the typed ANSWER task); the rules backend and the guard still answer a raw
+'answer' call, which tests/llm exercise as the transport's reference reply.
 
 Strategies keep their paper's prompts and their tasks beside their code.
 """

@@ -1,0 +1,169 @@
+"""The rules reader's choice of answer unit, its citations and its abstention (issue 10 item 4,
+issue 11 item 2): scored evidence in, the ANSWER task's reply out, as the reader sends it."""
+
+from __future__ import annotations
+
+from backend.llm.answer import ANSWER, AnswerPayload, EvidenceUnit
+from backend.llm.rules import RulesBackend, answer_by_rules, question_type
+from backend.reader import subqueries_of
+from backend.types import DecomposeStep, SubQuery, Trace
+
+THRESHOLD = 0.35
+
+
+def unit(uid: str, text: str, score: float, coverage: float, kind: str = "sentence", **extra) -> dict:
+    return {"id": uid, "kind": kind, "text": text, "score": score, "cosine": score, "coverage": coverage,
+            "role": "anchor", **extra}
+
+
+def test_a_right_type_sentence_ranked_third_beats_the_top_one_17_scenes():
+    # The packed evidence holds the count, but two better-scored sentences come first: one
+    # with a number inside a name ("Landsat 8"), one with a share.
+    evidence = [
+        unit("u1", "The survey used Landsat 8 imagery over the northern coast.", 0.70, 0.6),
+        unit("u2", "Cloud cover stayed below 10% during the survey.", 0.52, 0.2),
+        unit("u3", "In total 17 scenes were used.", 0.38, 0.4),
+    ]
+    out = answer_by_rules("How many Landsat scenes were used in the survey?", evidence, THRESHOLD)
+    assert out["answer"] == "17"
+    assert out["citations"][0] == "u3"
+    assert not out["abstain"]
+
+
+def test_a_date_from_the_third_unit_answers_a_when_question():
+    evidence = [
+        unit("u1", "The Royal Albert Bridge crosses the River Tamar.", 0.64, 0.75),
+        unit("u2", "It is a railway bridge designed by Isambard Kingdom Brunel.", 0.58, 0.25),
+        unit("u3", "The bridge was opened by Prince Albert in May 1859.", 0.49, 0.5),
+    ]
+    out = answer_by_rules("When was the Royal Albert Bridge opened?", evidence, THRESHOLD)
+    assert out["answer"] == "May 1859"
+    assert out["citations"][0] == "u3"
+
+
+def test_an_option_list_item_answers_what_the_option_does_not_the_usage_line():
+    evidence = [
+        unit("u1", "Usage: certtool [-c] [-v] [--outfile FILE] INPUT", 0.66, 0.5),
+        unit("u2", "certtool is a tool to generate and parse certificates and keys.", 0.58, 0.0),
+        unit("u3", "-c, --check  checks the syntax only", 0.48, 0.0),
+    ]
+    out = answer_by_rules("What does the -c option do?", evidence, THRESHOLD)
+    assert question_type("What does the -c option do?") == "definition"
+    assert out["answer"] == "checks the syntax only"
+    assert out["citations"] == ["u3"]
+
+
+def test_an_option_inside_a_run_on_paragraph_gives_only_its_own_description():
+    text = ("Usage: certtool [-c] [-v] INPUT Options: -v, --verbose  prints more -c, --check  checks the syntax "
+            "only -o FILE  writes the output to FILE")
+    out = answer_by_rules("What does the -c option do?", [unit("u1", text, 0.6, 0.5)], THRESHOLD)
+    assert out["answer"] == "checks the syntax only"
+
+
+def test_a_one_sentence_answer_cites_only_the_units_that_support_it():
+    evidence = [
+        unit("u1", "asn1_der_decoding fills the structure from the DER encoding and returns ASN1_SUCCESS.", 0.72, 0.8),
+        unit("u2", "GNU Libtasn1 Reference Manual, for version 4.19", 0.69, 0.2),
+        unit("u3", "Returns: ASN1_MEM_ERROR if the output buffer is too small.", 0.66, 0.2),
+        unit("u4", "On success asn1_der_decoding returns ASN1_SUCCESS and the structure holds the values.", 0.6, 0.8),
+    ]
+    out = answer_by_rules("What does asn1_der_decoding return on success?", evidence, THRESHOLD)
+    assert out["citations"] == ["u1", "u4"]  # the title page and another function's return value are not cited
+
+
+def test_a_unit_sharing_the_short_answer_is_cited_with_the_chosen_one():
+    evidence = [
+        unit("u1", "In total 17 scenes were used.", 0.6, 0.5),
+        unit("u2", "Table 1 lists the 17 scenes by acquisition date.", 0.45, 0.25),
+        unit("u3", "The imagery is distributed by the USGS.", 0.44, 0.25),
+    ]
+    out = answer_by_rules("How many scenes were used?", evidence, THRESHOLD)
+    assert out["answer"] == "17" and out["citations"] == ["u1", "u2"]
+
+
+def test_it_abstains_when_no_unit_holds_the_asked_type_and_coverage_is_weak():
+    evidence = [
+        unit("u1", "The company designs analog chips for industrial customers.", 0.52, 0.34),
+        unit("u2", "Its headquarters moved to a larger campus.", 0.41, 0.0),
+    ]
+    out = answer_by_rules("When was the company founded by its owners?", evidence, THRESHOLD)
+    assert out["abstain"] and out["answer"] == "not enough evidence" and out["citations"] == []
+    assert "date" in out["reason"]
+
+
+def test_a_typed_question_with_strong_coverage_still_quotes_its_evidence():
+    evidence = [unit("u1", "The plant was founded after the merger of the two mills.", 0.7, 1.0)]
+    out = answer_by_rules("When was the plant founded?", evidence, THRESHOLD)
+    assert not out["abstain"] and out["answer"].startswith("The plant was founded")
+
+
+def test_below_the_threshold_it_abstains_whatever_the_type():
+    out = answer_by_rules("How many scenes were used?", [unit("u1", "17 scenes were used.", 0.3, 0.5)], THRESHOLD)
+    assert out["abstain"]
+
+
+def test_the_last_subquerys_unit_answers_and_the_bridge_unit_is_cited():
+    # "Which city was the director of Kiss and Tell born in?" split in two: the unit that names
+    # the director answers the first subquery (cited as the bridge), the birthplace answers.
+    evidence = [
+        EvidenceUnit(id="u1", kind="sentence", text="Kiss and Tell was directed by Richard Wallace.", score=0.66,
+                     cosine=0.6, coverage=0.4, role="anchor", subquery=0, sub_coverage=1.0),
+        EvidenceUnit(id="u2", kind="sentence", text="Kiss and Tell is a 1945 American comedy film.", score=0.62,
+                     cosine=0.6, coverage=0.4, role="anchor", subquery=0, sub_coverage=0.5),
+        EvidenceUnit(id="u3", kind="sentence", text="Richard Wallace was born in Sacramento, California.", score=0.5,
+                     cosine=0.5, coverage=0.2, role="associate", subquery=1, sub_coverage=1.0),
+    ]
+    payload = AnswerPayload(question="Which city was the director of Kiss and Tell born in?", evidence=evidence,
+                            threshold=THRESHOLD, subqueries=["Who directed Kiss and Tell?", "Where was the director born?"])
+    out = RulesBackend().run(ANSWER, payload)
+    assert out.answer == "Sacramento"
+    assert out.citations[0] == "u3" and "u1" in out.citations
+
+
+def test_the_reader_takes_the_subqueries_of_the_last_decomposition():
+    trace = Trace(method="lilac")
+    assert subqueries_of(trace) == []
+    trace.add(DecomposeStep(subqueries=[SubQuery(text="a"), SubQuery(text="b")]))
+    assert subqueries_of(trace) == ["a", "b"]
+
+
+def test_respectively_takes_one_cell_per_year_the_question_lists():
+    row = unit("r1", "Table 1: (Dollars in Millions): Net Income; Fiscal Year Ended April 27, 2019: $106.4; "
+                     "April 28, 2018: $70.5", 0.6, 0.6, kind="row")
+    out = answer_by_rules("What was the net income in 2019 and 2018 respectively?", [row], THRESHOLD)
+    assert out["answer"] == "$106.4, $70.5"
+    sentence = unit("s1", "During 2020 and 2018 the Company recognized $417 million and $146 million, respectively, "
+                          "of amortization.", 0.6, 0.6)
+    out = answer_by_rules("What was the amount of amortization in 2020 and 2018 respectively?", [sentence], THRESHOLD)
+    assert out["answer"] == "$417 million, $146 million"
+
+
+def test_a_row_gives_the_change_average_or_percentage_the_question_asks_for():
+    row = unit("r1", "Table 1: ($ in millions): Revenues; 2019: $120.0; 2018: $100.0; 2017: $91.0", 0.6, 0.6, kind="row")
+    ask = lambda q: answer_by_rules(q, [row], THRESHOLD)["answer"]  # noqa: E731
+    assert ask("What was the change in the revenues from 2018 to 2019?") == "20"
+    assert ask("What is the average revenues for 2018 and 2019?") == "110"
+    assert ask("What was the percentage change in revenues between 2018 and 2019?") == "20"
+    assert ask("What is the average revenues from 2017 to 2019?") == "103.67"
+
+
+def test_a_row_that_holds_the_change_itself_is_read_not_recomputed():
+    row = unit("r1", "Table 1: Order intake; 2019: 120; 2018: 100; Change (%): 13.2", 0.6, 0.6, kind="row")
+    out = answer_by_rules("What is the change (%) for order intake between 2018 and 2019?", [row], THRESHOLD)
+    assert out["answer"] == "13.2"
+
+
+def test_respective_values_come_in_the_order_the_question_names_the_years():
+    row = unit("r1", "Table 1: Assumptions: Dividend yield; 2019: 4.5%; 2018: 4.6%; 2017: 4.1%", 0.6, 0.6, kind="row")
+    out = answer_by_rules("What are the respective dividend yield in 2017 and 2018?", [row], THRESHOLD)
+    assert out["answer"] == "4.1%, 4.6%"
+
+
+def test_a_what_noun_question_is_answered_by_the_named_thing_not_the_whole_sentence():
+    evidence = [
+        unit("u1", "It is told in first person, with all six main characters taking turns narrating the books.", 0.62, 0.5),
+        unit("u2", "Animorphs is a science fantasy series of young adult books written by Katherine Applegate.", 0.55, 0.4),
+    ]
+    out = answer_by_rules("What science fantasy young adult series is told in first person?", evidence, THRESHOLD)
+    assert question_type("What science fantasy young adult series is told in first person?") == "entity"
+    assert out["answer"] == "Animorphs" and out["citations"][0] == "u2"
