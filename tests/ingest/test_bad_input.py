@@ -211,7 +211,8 @@ def test_parse_timeout(service, workspace_copy, tmp_path):
 def test_decompression_bomb_is_bounded_by_memory(service, workspace_copy, tmp_path):
     bomb = _zeros_bomb(tmp_path / "bomb.pdf", 1_500_000_000)
     assert bomb.stat().st_size < 3 * 2**20, "fixture check: the bomb is small on disk"
-    svc = _service(service, parse_memory_mb=600)
+    # A budget large enough that the worker share is the 600 MiB cap whatever this test process holds.
+    svc = _service(service, parse_memory_mb=600, memory_budget_mb=16384)
     reason = _check_batch(svc, workspace_copy, bomb, _good_pdf(tmp_path), ("memory",))
     assert "600 MiB" in reason and "PARSE_MEMORY_MB" in reason
 

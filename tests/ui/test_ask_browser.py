@@ -278,3 +278,20 @@ def test_a_second_method_says_what_it_found_that_the_first_did_not(ask_page):
     line.scroll_into_view_if_needed()
     _shot(page, "ask_contribution")
     assert page.page_errors == []
+
+
+def test_an_overlong_question_is_refused_with_a_message_and_the_page_keeps_its_height(ask_page):
+    """A 20,000-character question used to be answered, and its replay header made the page
+    7,900 px tall; now the service refuses it before any work, and the UI shows that message."""
+    page = ask_page
+    _select(page, "ask-method", "bm25")
+    errors = page.locator(".toast-body.error")
+    seen = errors.count()
+    page.locator("#ask-question textarea").fill("How many trees? " * 1250)  # 20,000 characters
+    page.locator("#ask-button").click()
+    sync_api.expect(errors.nth(seen)).to_contain_text("characters long")
+    sync_api.expect(errors.nth(seen)).to_contain_text("at most 2,000")
+    height = page.evaluate("document.documentElement.scrollHeight")
+    _shot(page, "ask_overlong_question")
+    assert height < 4000, f"the page grew to {height} px"
+    page.locator("#ask-question textarea").fill(QUESTION)

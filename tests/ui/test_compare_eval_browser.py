@@ -113,9 +113,11 @@ def test_compare_asks_for_two_to_four_methods(session):
 
 
 @pytest.mark.skipif(not (SHARED_BENCH / "dev-tatqa-pdf" / "questions.jsonl").is_file(), reason="../shared/bench is not here")
-def test_picking_a_benchmark_question_fills_question_and_gold(session):
+def test_picking_a_benchmark_question_fills_question_and_gold(browser, app_url):
     first = json.loads((SHARED_BENCH / "dev-tatqa-pdf" / "questions.jsonl").read_text().splitlines()[0])
-    page = session
+    # A session of its own: the empty-state text below shows only before any comparison, and the
+    # module's shared session has run some by now.
+    context, page = _open_session(browser, app_url)
     _open_tab(page, "Compare")
     # The text says to pick a benchmark question: the picker is in view, not in a closed section.
     sync_api.expect(page.locator("#compare-summary .st-empty")).to_contain_text("pick a benchmark question above")
@@ -137,6 +139,7 @@ def test_picking_a_benchmark_question_fills_question_and_gold(session):
     # Back to the user's documents for the tests that follow.
     page.locator("#compare-corpus").get_by_label("My documents").check()
     page.locator("#compare-gold textarea").fill("")
+    context.close()
 
 
 def test_evaluate_an_uploaded_benchmark(session, bench_zip, tmp_path):

@@ -53,7 +53,9 @@ def test_ask_at_phone_width(browser, app_url):
         page.locator("#ask-question textarea").fill(QUESTION)
         page.locator("#ask-button").click()
         sync_api.expect(page.locator("#ask-answer .st-answer")).to_be_visible(timeout=120_000)
-        sync_api.expect(page.locator("#ask-citation-image img")).to_be_visible()
+        image = page.locator("#ask-citation-image img")
+        image.scroll_into_view_if_needed()  # below the answer on a phone; the browser loads it lazily
+        sync_api.expect(image).to_be_visible()
         assert page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth") <= 2
         _shot(page, "layout_390_answer")
     finally:

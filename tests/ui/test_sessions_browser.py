@@ -17,7 +17,7 @@ import urllib.request
 
 import pytest
 
-from tests.ui.helpers import BROWSER_MARKS, CHROMIUM, CHROMIUM_ARGS, REPO, SERVER_START_TIMEOUT_S, _free_port, _log_tail, _shot, sync_api
+from tests.ui.helpers import BROWSER_MARKS, REPO, SERVER_START_TIMEOUT_S, _free_port, _log_tail, _shot, sync_api
 
 pytestmark = BROWSER_MARKS
 
@@ -53,11 +53,12 @@ def cold_app(tmp_path_factory):
             proc.wait(timeout=30)
 
 
-def test_first_start_serves_at_once_and_shows_the_preparation(cold_app):
+def test_first_start_serves_at_once_and_shows_the_preparation(cold_app, browser):
+    """Uses the suite's one chromium (conftest.py): a second sync Playwright in the same process fails."""
     url, workspaces = cold_app
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1280, "height": 800})
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    try:
+        page = context.new_page()
         page.goto(url)
         status = page.locator("#sample-status")
         sync_api.expect(status).to_contain_text("sample corpus")  # checking, then "Preparing ...: k of 4 files"
@@ -75,4 +76,5 @@ def test_first_start_serves_at_once_and_shows_the_preparation(cold_app):
         page.locator("#reset-button").click()
         sync_api.expect(page.locator("#documents-table")).to_contain_text("policy_brief.pdf")
         assert list((workspaces / "sessions").iterdir()) == []
-        browser.close()
+    finally:
+        context.close()
