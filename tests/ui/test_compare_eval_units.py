@@ -212,3 +212,26 @@ def test_gpu_task_wraps_only_when_spaces_is_importable(monkeypatch):
         assert calls[-1] == ("handler", spaces_gpu.DEFAULT_DURATION_S)
     finally:
         spaces_gpu._spaces_module.cache_clear()
+
+
+def test_prepare_run_loads_each_methods_indexes_with_an_untimed_question_first(tmp_path):
+    """Issue 11 item 7: the first timed question used to pay for the cold index build. prepare_run
+    ingests the collection once, then asks every chosen method one question outside the timing."""
+    asked, labels = [], []
+
+    class RecordingService:
+        def prepare_benchmark(self, bench, ws, on_ingest):
+            on_ingest(types.SimpleNamespace(stage="open", done=0, total=2, doc="a.pdf"))
+            return tmp_path / "bench-ws"
+
+        def benchmark_questions(self, bench, ws, limit=None):
+            return [types.SimpleNamespace(question="How many trees?")][:limit]
+
+        def ask(self, ws, question, method, top_k, **opts):
+            asked.append((ws, question, method, top_k))
+
+    evaluate.prepare_run(RecordingService(), tmp_path, tmp_path, ["bm25", "hikey"], {}, lambda frac, desc: labels.append(desc))
+    assert [(m, q) for _, q, m, _ in asked] == [("bm25", "How many trees?"), ("hikey", "How many trees?")]
+    assert all(ws == tmp_path / "bench-ws" for ws, *_ in asked)
+    assert labels[0] == "Ingesting the collection: file 1 of 2 (a.pdf)"
+    assert labels[1:] == ["Loading the indexes for bm25 (not timed)", "Loading the indexes for hikey (not timed)"]
