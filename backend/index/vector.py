@@ -12,6 +12,8 @@ import numpy as np
 
 log = logging.getLogger(__name__)
 
+TIE_SLACK = 8  # extra hits fetched so that ties at the k-th place can be ordered by row
+
 
 def gpu_available(setting: str = "auto") -> bool:
     if setting == "no":
@@ -55,11 +57,41 @@ class VectorIndex:
         scores, rows = self._index.search(np.asarray(query, dtype=np.float32).reshape(1, -1), min(k, len(self.ids)))
         return [(self.ids[r], float(s)) for r, s in zip(rows[0], scores[0]) if r >= 0]
 
+    def search_rows(self, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, cosines) of the k nearest rows through the FAISS index (GPU when it is there),
+        best first, equal scores by row (FAISS's own order among ties is not fixed): a few more
+        than k are fetched so that a tie at the k-th place is ordered by row too."""
+        k = min(k, len(self.ids))
+        if k <= 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        fetch = min(len(self.ids), k + TIE_SLACK)
+        scores, rows = self._index.search(np.asarray(query, dtype=np.float32).reshape(1, -1), fetch)
+        keep = rows[0] >= 0
+        rows, scores = rows[0][keep].astype(np.int64), scores[0][keep]
+        order = np.lexsort((rows, -scores))[:k]
+        return rows[order], scores[order]
+
     def scores(self, query: np.ndarray) -> np.ndarray:
-        """Cosine of the query with every row: (n,)."""
+        """Cosine of the query with every row: (n,). For the maths that needs every row (a
+        min-max normaliser over the layer); top-k searches go through `search_rows`."""
         if not self.ids:
             return np.zeros(0, dtype=np.float32)
         return self.matrix @ np.asarray(query, dtype=np.float32)
+
+    def scores_many(self, queries: np.ndarray) -> np.ndarray:
+        """Cosine of m queries (m, dim) with every row: (n, m), reading the matrix once (a GEMM,
+        where m separate `scores` calls read it m times; the read is the cost on a big layer)."""
+        queries = np.atleast_2d(np.asarray(queries, dtype=np.float32))
+        if not self.ids:
+            return np.zeros((0, len(queries)), dtype=np.float32)
+        return self.matrix @ queries.T
+
+    def scores_of(self, rows: np.ndarray, queries: np.ndarray) -> np.ndarray:
+        """Cosine of only the given rows with m queries (m, dim) or one (dim,): (len(rows), m) or
+        (len(rows),), a gather and a dot, for candidate sets (a beam, a document's units)."""
+        q = np.asarray(queries, dtype=np.float32)
+        sub = self.matrix[np.asarray(rows, dtype=np.int64)]
+        return sub @ (q.T if q.ndim == 2 else q)
 
     def save(self, path: Path) -> None:
         tmp = path.with_suffix(".tmp")

@@ -44,7 +44,7 @@ from backend.retrieval.mirag.tasks import (
     KnowledgeUnit,
     RecordPayload,
 )
-from backend.retrieval.scoring import hybrid_scores, reciprocal_rank_fusion, top_scored
+from backend.retrieval.scoring import reciprocal_rank_fusion, top_scored
 from backend.types import FuseStep, IterationStep, NodeKind, ScoredNode, Trace
 
 RRF_K = 5  # small: the lists are short (tens of units), and rank 1 should count clearly more than rank 5
@@ -177,7 +177,8 @@ class MIRAGRetriever(Retriever):
         if not comps.ids:
             return []
         text_rows, text_ids, image_rows, image_ids = self.corpus.derived(knowledge_base_rows)
-        scores = hybrid_scores(comps, query, self.embed(query), alpha)  # (n_components,)
+        sc = self.question_scores()
+        scores = sc.hybrid(comps, query, sc.encode(self.encoder, [query])[0], alpha)  # (n_components,)
         image_scores = scores[image_rows]
         visual = visual_component_scores(self.corpus, self.image_encoder, query)
         image_why = f"{why}, image-text KB"
