@@ -25,6 +25,25 @@ def gpu_available(setting: str = "auto") -> bool:
     return n > 0 if setting == "auto" else setting == "yes" and n > 0
 
 
+def _shared_storage(index: faiss.Index, matrix: np.ndarray) -> np.ndarray:
+    """The flat index's own vectors as the (n, dim) matrix, so that each vector is held once, not
+    once in numpy and once in FAISS (half the memory of a layer); `matrix` where the index does
+    not hold the same vectors (another index type, or a cached file whose rows differ)."""
+    if not isinstance(index, faiss.IndexFlat) or index.ntotal != len(matrix) or not len(matrix):
+        return matrix
+    stored = faiss.rev_swig_ptr(index.get_xb(), index.ntotal * index.d).reshape(index.ntotal, index.d).view(_IndexStorage)
+    if stored.shape != matrix.shape or not np.array_equal(stored, matrix):
+        return matrix
+    stored.owner = index  # views of the array keep the index, and so the memory, alive
+    return stored
+
+
+class _IndexStorage(np.ndarray):
+    """An array over a FAISS index's vectors that keeps the index alive."""
+
+    owner: faiss.Index | None = None
+
+
 class VectorIndex:
     """ids[i] is the node of row i of `matrix` (n, dim)."""
 
@@ -39,6 +58,7 @@ class VectorIndex:
                 cpu.add(self.matrix)
         self._cpu = cpu
         self._index = cpu
+        self.matrix = _shared_storage(cpu, self.matrix)
         self.on_gpu = False
         if use_gpu and len(ids):
             try:
