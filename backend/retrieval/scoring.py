@@ -96,25 +96,33 @@ class QueryScores:
     recomputes `matrix @ q` and BM25 over every row, nothing cached.
     """
 
-    __slots__ = ("brute_force", "_cos", "_bm25", "_hybrid", "_vecs")
+    __slots__ = ("brute_force", "_cos", "_bm25", "_hybrid", "_vecs", "_held")
 
     def __init__(self, brute_force: bool = False) -> None:
         self.brute_force = brute_force
         self._vecs: dict[tuple[int, str], np.ndarray] = {}
+        # Caches are keyed by id(layer) / id(encoder); holding the objects keeps an id from being
+        # reused by another object while this question lives.
+        self._held: dict[int, object] = {}
         self._cos: dict[tuple[int, bytes], np.ndarray] = {}
         self._bm25: dict[tuple[int, str], np.ndarray] = {}
         self._hybrid: dict[tuple[int, str, bytes, float], np.ndarray] = {}
+
+    def _key(self, obj: object) -> int:
+        self._held[id(obj)] = obj
+        return id(obj)
 
     def encode(self, encoder, texts: list[str]) -> np.ndarray:
         """(m, dim) the texts' vectors from `encoder`, each text encoded once per question (the
         query's vector is what HiKEY, the flat ranking and the partners all start from)."""
         if self.brute_force:
             return encoder.encode(texts)
-        missing = list(dict.fromkeys(t for t in texts if (id(encoder), t) not in self._vecs))
+        e = self._key(encoder)
+        missing = list(dict.fromkeys(t for t in texts if (e, t) not in self._vecs))
         if missing:
             for t, v in zip(missing, encoder.encode(missing)):
-                self._vecs[(id(encoder), t)] = v
-        return np.stack([self._vecs[(id(encoder), t)] for t in texts]) if texts else encoder.encode(texts)
+                self._vecs[(e, t)] = v
+        return np.stack([self._vecs[(e, t)] for t in texts]) if texts else encoder.encode(texts)
 
     def cosines(self, layer, vecs: np.ndarray) -> np.ndarray:
         """(n_rows, m) cosine of every row with each of m query vectors (m, dim); one pass for
@@ -122,7 +130,7 @@ class QueryScores:
         vecs = np.atleast_2d(np.asarray(vecs, dtype=np.float32))
         if self.brute_force:
             return np.stack([layer.dense.scores(v) for v in vecs], axis=1) if len(vecs) else np.zeros((len(layer.ids), 0), np.float32)
-        keys = [(id(layer), _vec_key(v)) for v in vecs]
+        keys = [(self._key(layer), _vec_key(v)) for v in vecs]
         missing = [j for j, k in enumerate(keys) if k not in self._cos]
         if missing:
             block = layer.dense.scores_many(vecs[missing])  # (n_rows, len(missing))
@@ -140,7 +148,7 @@ class QueryScores:
         """(n_rows,) BM25 of every row for a text."""
         if self.brute_force:
             return layer.lexical.scores(text)
-        key = (id(layer), text)
+        key = (self._key(layer), text)
         if key not in self._bm25:
             self._bm25[key] = layer.lexical.scores(text)
         return self._bm25[key]
@@ -149,7 +157,7 @@ class QueryScores:
         """(n_rows,) alpha * min-max(BM25) + (1 - alpha) * min-max(cosine); same maths as hybrid_scores."""
         if self.brute_force:
             return hybrid_scores(layer, text, vec, alpha)
-        key = (id(layer), text, _vec_key(vec), float(alpha))
+        key = (self._key(layer), text, _vec_key(vec), float(alpha))
         if key not in self._hybrid:
             self._hybrid[key] = fuse_minmax(self.bm25(layer, text), self.cosine(layer, vec), alpha)
         return self._hybrid[key]
