@@ -290,7 +290,6 @@ def main() -> None:
     from bench.golden_retrieval import SAMPLE_QUESTIONS
     from backend.service import Service
 
-    service = Service(Settings(workspace_root=args.root, load_sample=False))
     report: list[str] = []
     sizes: list[tuple[int, float, float]] = []
     for pages in args.pages:
@@ -299,6 +298,8 @@ def main() -> None:
         got = build_workspace(args.source, ws, pages)
         log.info("built %s: %d pages in %.0f s", ws, got, time.perf_counter() - t0)
         if not args.build_only:
+            # A Service per size: the previous size's corpus is released before the next loads.
+            service = Service(Settings(workspace_root=args.root, load_sample=False))
             lines, point = measure(service, ws, got, args.methods, list(SAMPLE_QUESTIONS), args.budget)
             report += lines
             sizes.append(point)

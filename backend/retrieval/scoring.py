@@ -135,14 +135,19 @@ class QueryScores:
         if missing:
             block = layer.dense.scores_many(vecs[missing])  # (n_rows, len(missing))
             for col, j in enumerate(missing):
-                self._cos[keys[j]] = block[:, col]
+                self._cos[keys[j]] = np.ascontiguousarray(block[:, col])  # a column of the block is strided
         if not keys:
             return np.zeros((len(layer.ids), 0), np.float32)
         return np.stack([self._cos[k] for k in keys], axis=1)
 
     def cosine(self, layer, vec: np.ndarray) -> np.ndarray:
         """(n_rows,) cosine of every row with one query vector."""
-        return self.cosines(layer, vec)[:, 0]
+        if self.brute_force:
+            return layer.dense.scores(vec)
+        key = (self._key(layer), _vec_key(vec))
+        if key not in self._cos:
+            self.cosines(layer, vec)
+        return self._cos[key]
 
     def bm25(self, layer, text: str) -> np.ndarray:
         """(n_rows,) BM25 of every row for a text."""
