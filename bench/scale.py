@@ -222,9 +222,9 @@ def pct(xs: list[float], q: float) -> float:
 
 def measure(
     service, workspace: Path, pages: int, methods: list[str], questions: list[str], budget_s: float
-) -> tuple[list[str], tuple[int, float, float]]:
+) -> tuple[list[str], tuple[int, float, float, float]]:
     """Load the workspace (timed), then time every method both ways; the report lines and
-    (pages, corpus RSS MB, hikey index p50 ms)."""
+    (pages, corpus RSS MB, hikey index p50 ms, vector MB)."""
     service.encoder.encode(["load the models first"])  # the models' memory is not the corpus's
     service.encoders.sub.encode(["load the models first"])
     rss0 = rss_mb()
@@ -252,23 +252,26 @@ def measure(
         log.info(lines[-1])
         hikey_p50 = pct(index, 50) if m == "hikey" else hikey_p50
     lines.append(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
-    return lines, (pages, rss1 - rss0, hikey_p50)
+    vec_mb = sum(layer.dense.matrix.nbytes for layer in corpus.layers.values()) / 1e6
+    return lines, (pages, rss1 - rss0, hikey_p50, vec_mb)
 
 
-def ceiling_note(sizes: list[tuple[int, float, float]]) -> str:
+def ceiling_note(sizes: list[tuple[int, float, float, float]]) -> str:
     """Where one machine stops being enough, from the measured (pages, corpus RSS MB, p50 of
-    hikey ms) points: memory and per-question cost extrapolated linearly to 100k pages."""
+    hikey ms, vector MB) points: memory extrapolated linearly to 100k pages."""
     lines = []
+    vec_note = "n rows x dim x 4 bytes"
     if sizes:
-        pages, rss, p50 = max(sizes)
+        pages, rss, p50, vec_mb = max(sizes)
         mb_per_page = rss / pages
+        vec_note = f"{vec_mb * 100_000 / pages / 1e3:.1f} GB of vectors per 100k pages here"
         lines.append(f"measured: {rss:.0f} MB of corpus RSS at {pages} pages = {mb_per_page * 100_000 / 1024:.1f} GB per 100k pages "
                      f"(linear); 4 GB holds about {int(4096 / mb_per_page):,} pages; hikey p50 {p50:.0f} ms at {pages} pages.")
     lines.append(
         "Where one machine stops being enough: every layer is an exact flat index (FAISS IndexFlatIP) plus an in-memory "
         "BM25, and the min-max normaliser every hybrid strategy uses needs every row's score, so one question reads each "
-        "layer's whole matrix once (memory bandwidth: ~0.7 GB per 100k pages of components+subcomponents at 384 floats) "
-        "and the process holds every node object. Past the pages that fit in 4 GB (above), or once a question's layer "
+        "layer's whole matrix once ("
+        f"{vec_note}) and the process holds every node and edge as a Python object (most of the RSS). Past the pages that fit in 4 GB (above), or once a question's layer "
         "pass passes ~100 ms, Strata would hand its per-layer indexes to OpenSearch: one engine that shards BM25 and "
         "k-NN (FAISS or HNSW) indexes across machines, fuses them with min-max normalisation server-side (the "
         "normalization-processor of its hybrid query, the same maths as scoring.fuse_minmax), and filters by document "
@@ -291,7 +294,7 @@ def main() -> None:
     from backend.service import Service
 
     report: list[str] = []
-    sizes: list[tuple[int, float, float]] = []
+    sizes: list[tuple[int, float, float, float]] = []
     for pages in args.pages:
         ws = args.root / f"p{pages}"
         t0 = time.perf_counter()
