@@ -25,18 +25,20 @@ def test_faiss_top_k_is_the_brute_force_top_k():
         q = rng.normal(size=m.shape[1]).astype(np.float32)
         q /= np.linalg.norm(q)
         brute = m @ q
-        rows, cos = index.search_rows(q, 10)
-        assert rows.tolist() == top_rows(brute, 10).tolist()
-        assert np.allclose(cos, brute[rows], atol=1e-5)
+        for via_faiss in (True, False):
+            rows, cos = index.search_rows(q, 10, via_faiss=via_faiss)
+            assert rows.tolist() == top_rows(brute, 10).tolist()
+            assert np.allclose(cos, brute[rows], atol=1e-5)
 
 
 def test_faiss_top_k_orders_exact_ties_by_row_and_clips_k():
     ids, m = _corpus(50)
     m[[7, 3, 30]] = m[12]  # four identical rows: equal scores for any query
     index = VectorIndex(ids, m)
-    rows, _ = index.search_rows(m[12], 4)
-    assert rows.tolist() == [3, 7, 12, 30]
-    assert len(index.search_rows(m[0], 500)[0]) == 50
+    for via_faiss in (True, False):
+        rows, _ = index.search_rows(m[12], 4, via_faiss=via_faiss)
+        assert rows.tolist() == [3, 7, 12, 30]
+        assert len(index.search_rows(m[0], 500, via_faiss=via_faiss)[0]) == 50
     assert len(VectorIndex([], np.zeros((0, 8), np.float32)).search_rows(np.ones(8), 3)[0]) == 0
 
 
