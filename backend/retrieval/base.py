@@ -15,6 +15,7 @@ from backend.errors import UnknownMethodError
 from backend.graph.corpus import Corpus
 from backend.index.encoders import TextEncoder
 from backend.llm.base import LLMBackend
+from backend.retrieval.scoring import QueryScores
 from backend.types import ScoredNode, Trace
 
 
@@ -115,11 +116,18 @@ class Retriever(ABC):
         sub_encoder: TextEncoder | None = None,
         llm: LLMBackend | None = None,
         image_encoder: Any = None,
+        scores: QueryScores | None = None,
+        brute_force: bool = False,
     ) -> None:
         """encoder: the text encoder of the documents/sections/components layers; sub_encoder: the
         one the subcomponents layer was encoded with (default: encoder); llm: the backend for the
-        strategy's prompts (default: offline rules); image_encoder: optional, for figure units."""
+        strategy's prompts (default: offline rules); image_encoder: optional, for figure units;
+        scores: a question's score cache shared with the strategy that made this one (strata),
+        None: a fresh one per retrieve call; brute_force: score every row per call, no cache
+        (the path before QueryScores, kept as bench/scale.py's baseline)."""
         self.corpus = corpus
+        self.shared_scores = scores
+        self.brute_force = brute_force
         self.encoder = encoder
         self.sub_encoder = sub_encoder or encoder
         self.settings = settings
@@ -132,6 +140,14 @@ class Retriever(ABC):
 
     @abstractmethod
     def retrieve(self, query: str, top_k: int, params: dict[str, Any], trace: Trace) -> list[ScoredNode]: ...
+
+    def question_scores(self) -> QueryScores:
+        """The score cache of the question being answered: the shared one when this retriever was
+        made for one question by another strategy, else a fresh one (create it once per retrieve
+        call and pass it down; never keep it on self across questions)."""
+        if self.shared_scores is not None:
+            return self.shared_scores
+        return QueryScores(brute_force=self.brute_force)
 
     def resolve_params(self, params: dict[str, Any]) -> Any:
         """This call's parameters as the strategy's params model (defaults from this Settings)."""

@@ -16,7 +16,7 @@ class BM25Retriever(Retriever):
 
     def retrieve(self, query: str, top_k: int, params: dict[str, Any], trace: Trace) -> list[ScoredNode]:
         layer = self.corpus.layers["components"]
-        scores = layer.lexical.scores(query)
+        scores = self.question_scores().bm25(layer, query)
         results = [r for r in top_scored(layer.ids, scores, top_k, "bm25") if r.score > 0]
         trace.add(RankStep(label="BM25 over components", index="bm25", candidates=results))
         return results

@@ -15,7 +15,8 @@ class DenseRetriever(Retriever):
 
     def retrieve(self, query: str, top_k: int, params: dict[str, Any], trace: Trace) -> list[ScoredNode]:
         layer = self.corpus.layers["components"]
-        hits = layer.dense.search(self.embed(query), top_k)
-        results = [ScoredNode(node_id=i, score=round(s, 6), why="dense") for i, s in hits]
+        sc = self.question_scores()
+        rows, cos = sc.top_dense(layer, sc.encode(self.encoder, [query])[0], top_k)
+        results = [ScoredNode(node_id=layer.ids[r], score=round(float(s), 6), why="dense") for r, s in zip(rows, cos)]
         trace.add(RankStep(label="Dense search over components", index="dense", candidates=results))
         return results

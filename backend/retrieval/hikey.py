@@ -24,7 +24,7 @@ import numpy as np
 
 from backend.index.image import blend_visual, note_figures_as_text, visual_component_scores
 from backend.retrieval.base import Retriever, StrategyParams, param, register
-from backend.retrieval.scoring import fuse_minmax, hybrid_scores, minmax, order_rows
+from backend.retrieval.scoring import QueryScores, fuse_minmax, minmax, order_rows
 from backend.types import DocScore, RankSectionsStep, RouteDocsStep, ScoredNode, SectionScore, Trace
 
 TRACE_SECTIONS = 30
@@ -65,7 +65,8 @@ class HiKEYRetriever(Retriever):
 
     def retrieve(self, query: str, top_k: int, params: dict[str, Any], trace: Trace) -> list[ScoredNode]:
         p = self.resolve_params(params)
-        qvec = self.embed(query)
+        sc = self.question_scores()
+        qvec = sc.encode(self.encoder, [query])[0]
         corpus = self.corpus
         visual = visual_component_scores(corpus, self.image_encoder, query)  # {} without an image index
         gamma = p.gamma if visual else 0.0
@@ -77,10 +78,10 @@ class HiKEYRetriever(Retriever):
 
         # Type-specific unit scores (text: hybrid of the text; table/figure: hybrid of caption/upper
         # context + content, whose visual term gamma * s_vis needs an image encoder).  (n_components,)
-        unit_score = hybrid_scores(comps, query, qvec, p.alpha)
+        unit_score = sc.hybrid(comps, query, qvec, p.alpha)
         if visual:
             unit_score = blend_visual(unit_score, comps, visual, gamma)
-        kept, doc_score = self._route_docs(query, qvec, unit_score, p, trace)
+        kept, doc_score = self._route_docs(sc, query, qvec, unit_score, p, trace)
         ranked_sections = self._rank_sections(kept, doc_score, unit_score, p.lam, trace)
         trace.params["unit_order"] = p.unit_order
         if trace.params["unit_order"]:
@@ -91,15 +92,15 @@ class HiKEYRetriever(Retriever):
         return results
 
     def _route_docs(
-        self, query: str, qvec: np.ndarray, unit_score: np.ndarray, p: HiKEYParams, trace: Trace
+        self, sc: QueryScores, query: str, qvec: np.ndarray, unit_score: np.ndarray, p: HiKEYParams, trace: Trace
     ) -> tuple[list[str], dict[str, float]]:
         """Stage 1: document routing. Doc_card hybrid score, backed by the best unit inside the
         document so that documents with near-identical cards (report templates) still separate.
         Returns the routed documents and every document's score."""
         corpus = self.corpus
         docs = corpus.layers["documents"]
-        bm = docs.lexical.scores(query)
-        de = docs.dense.scores(qvec)
+        bm = sc.bm25(docs, query)
+        de = sc.cosine(docs, qvec)
         card = fuse_minmax(bm, de, p.alpha)
         best_unit = np.zeros(len(docs.ids), dtype=np.float32)
         valid = corpus.component_doc_rows >= 0

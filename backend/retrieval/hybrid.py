@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from backend.retrieval.base import Retriever, StrategyParams, param, register
-from backend.retrieval.scoring import hybrid_scores, top_scored
+from backend.retrieval.scoring import top_scored
 from backend.types import RankStep, ScoredNode, Trace
 
 
@@ -22,7 +22,8 @@ class HybridRetriever(Retriever):
     def retrieve(self, query: str, top_k: int, params: dict[str, Any], trace: Trace) -> list[ScoredNode]:
         alpha = self.resolve_params(params).alpha
         layer = self.corpus.layers["components"]
-        scores = hybrid_scores(layer, query, self.embed(query), alpha)
+        sc = self.question_scores()
+        scores = sc.hybrid(layer, query, sc.encode(self.encoder, [query])[0], alpha)
         results = top_scored(layer.ids, scores, top_k, f"hybrid alpha={alpha:g}")
         trace.params["alpha"] = alpha
         trace.add(RankStep(label="Hybrid (min-max BM25 + dense) over components", index="hybrid", candidates=results))

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from backend.retrieval.base import Retriever, StrategyParams, param, register
-from backend.retrieval.scoring import hybrid_scores, top_scored
+from backend.retrieval.scoring import top_scored
 from backend.types import EdgeKind, EntityEdge, EntityHit, EntityStep, ScoredNode, Trace
 
 DECAY = 0.8  # score a neighbour reached over a broad edge inherits from its anchor
@@ -70,7 +70,8 @@ class MMGraphRetriever(Retriever):
         comps = corpus.layers["components"]
         if not comps.ids:
             return []
-        own = hybrid_scores(comps, query, self.embed(query), alpha)  # (n_components,)
+        sc = self.question_scores()
+        own = sc.hybrid(comps, query, sc.encode(self.encoder, [query])[0], alpha)  # (n_components,)
         entities = corpus.entity_layer(self.sub_encoder)
         if not entities.ids:
             results = top_scored(comps.ids, own, top_k, "hybrid (no entity layer)")
@@ -79,7 +80,7 @@ class MMGraphRetriever(Retriever):
             return results
 
         # 1. Node selection: V_K.  (n_entities,)
-        ent_scores = hybrid_scores(entities, query, self.embed_sub([query])[0], alpha)
+        ent_scores = sc.hybrid(entities, query, sc.encode(self.sub_encoder, [query])[0], alpha)
         anchors = top_scored(entities.ids, ent_scores, k, "entity match")
         matched = {a.node_id for a in anchors}
         reached: dict[str, float] = {a.node_id: a.score for a in anchors}

@@ -70,3 +70,114 @@ def reciprocal_rank_fusion(rankings: Iterable[tuple[Sequence[str], float]], k: i
         for rank, node_id in enumerate(ids, start=1):
             total[node_id] = total.get(node_id, 0.0) + weight / (k + rank)
     return total
+
+
+def _vec_key(vec: np.ndarray) -> bytes:
+    return np.ascontiguousarray(vec, dtype=np.float32).tobytes()
+
+
+class QueryScores:
+    """One question's scores against the corpus layers, each computed once and shared by every
+    strategy answering that question (strata hands its own to HiKEY and the flat ranking).
+
+    Per question, never per corpus: create one per retrieve call (Retriever.question_scores) and
+    pass it down. It holds no lock because one question runs on one thread; the corpus it reads
+    is read-only, so any number of sessions may each hold their own at once.
+
+    - cosine: every row's cosine (the min-max normaliser needs every row's min and max), for
+      several query vectors in ONE pass over the layer's matrix (a GEMM reads it once; n GEMVs
+      read it n times, and at 100k rows the read is the cost), cached per vector;
+    - bm25: bm25s's sparse scores of every row, cached per text;
+    - hybrid: alpha * min-max(BM25) + (1 - alpha) * min-max(cosine), cached;
+    - top_dense: the k nearest rows through the layer's FAISS index (GPU when present), for
+      rankings that need only the top of the cosine order.
+
+    brute_force=True is the code path before this cache (bench/scale.py's baseline): every call
+    recomputes `matrix @ q` and BM25 over every row, nothing cached.
+    """
+
+    __slots__ = ("brute_force", "_cos", "_bm25", "_hybrid", "_vecs", "_held")
+
+    def __init__(self, brute_force: bool = False) -> None:
+        self.brute_force = brute_force
+        self._vecs: dict[tuple[int, str], np.ndarray] = {}
+        # Caches are keyed by id(layer) / id(encoder); holding the objects keeps an id from being
+        # reused by another object while this question lives.
+        self._held: dict[int, object] = {}
+        self._cos: dict[tuple[int, bytes], np.ndarray] = {}
+        self._bm25: dict[tuple[int, str], np.ndarray] = {}
+        self._hybrid: dict[tuple[int, str, bytes, float], np.ndarray] = {}
+
+    def _key(self, obj: object) -> int:
+        self._held[id(obj)] = obj
+        return id(obj)
+
+    def encode(self, encoder, texts: list[str]) -> np.ndarray:
+        """(m, dim) the texts' vectors from `encoder`, each text encoded once per question (the
+        query's vector is what HiKEY, the flat ranking and the partners all start from)."""
+        if self.brute_force:
+            return encoder.encode(texts)
+        e = self._key(encoder)
+        missing = list(dict.fromkeys(t for t in texts if (e, t) not in self._vecs))
+        if missing:
+            for t, v in zip(missing, encoder.encode(missing)):
+                self._vecs[(e, t)] = v
+        return np.stack([self._vecs[(e, t)] for t in texts]) if texts else encoder.encode(texts)
+
+    def cosines(self, layer, vecs: np.ndarray) -> np.ndarray:
+        """(n_rows, m) cosine of every row with each of m query vectors (m, dim); one pass for
+        all the vectors not cached yet."""
+        vecs = np.atleast_2d(np.asarray(vecs, dtype=np.float32))
+        if self.brute_force:
+            return np.stack([layer.dense.scores(v) for v in vecs], axis=1) if len(vecs) else np.zeros((len(layer.ids), 0), np.float32)
+        keys = [(self._key(layer), _vec_key(v)) for v in vecs]
+        missing = [j for j, k in enumerate(keys) if k not in self._cos]
+        if missing:
+            block = layer.dense.scores_many(vecs[missing])  # (n_rows, len(missing))
+            for col, j in enumerate(missing):
+                self._cos[keys[j]] = np.ascontiguousarray(block[:, col])  # a column of the block is strided
+        if not keys:
+            return np.zeros((len(layer.ids), 0), np.float32)
+        return np.stack([self._cos[k] for k in keys], axis=1)
+
+    def cosine(self, layer, vec: np.ndarray) -> np.ndarray:
+        """(n_rows,) cosine of every row with one query vector."""
+        if self.brute_force:
+            return layer.dense.scores(vec)
+        key = (self._key(layer), _vec_key(vec))
+        if key not in self._cos:
+            self.cosines(layer, vec)
+        return self._cos[key]
+
+    def bm25(self, layer, text: str) -> np.ndarray:
+        """(n_rows,) BM25 of every row for a text."""
+        if self.brute_force:
+            return layer.lexical.scores(text)
+        key = (self._key(layer), text)
+        if key not in self._bm25:
+            self._bm25[key] = layer.lexical.scores(text)
+        return self._bm25[key]
+
+    def hybrid(self, layer, text: str, vec: np.ndarray, alpha: float) -> np.ndarray:
+        """(n_rows,) alpha * min-max(BM25) + (1 - alpha) * min-max(cosine); same maths as hybrid_scores."""
+        if self.brute_force:
+            return hybrid_scores(layer, text, vec, alpha)
+        key = (self._key(layer), text, _vec_key(vec), float(alpha))
+        if key not in self._hybrid:
+            self._hybrid[key] = fuse_minmax(self.bm25(layer, text), self.cosine(layer, vec), alpha)
+        return self._hybrid[key]
+
+    def hybrid_many(self, layer, texts: list[str], vecs: np.ndarray, alpha: float) -> np.ndarray:
+        """(n_rows, m) hybrid scores of m texts with their vectors, the cosines in one pass."""
+        if not self.brute_force:
+            self.cosines(layer, vecs)  # one pass for every vector; hybrid() then reads the cache
+        cols = [self.hybrid(layer, t, v, alpha) for t, v in zip(texts, np.atleast_2d(vecs))]
+        return np.stack(cols, axis=1) if cols else np.zeros((len(layer.ids), 0), np.float32)
+
+    def top_dense(self, layer, vec: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, cosines) of the k nearest rows, best first, ties by row."""
+        if self.brute_force:
+            s = layer.dense.scores(vec)
+            rows = top_rows(s, k)
+            return rows, s[rows]
+        return layer.dense.search_rows(vec, k)

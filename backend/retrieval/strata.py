@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from backend.retrieval.base import Retriever, StrategyParams, param, register
-from backend.retrieval.scoring import reciprocal_rank_fusion, top_rows
+from backend.retrieval.scoring import QueryScores, reciprocal_rank_fusion
 from backend.retrieval.hikey import HiKEYRetriever
 from backend.retrieval.hybrid import HybridRetriever
 from backend.retrieval.mmgraph import MMGraphRetriever
@@ -42,7 +42,6 @@ from backend.types import (
     RankStep,
     ScoredEdge,
     ScoredNode,
-    SubQuery,
     SubqueryMatch,
     Trace,
 )
@@ -50,6 +49,7 @@ from backend.types import (
 TEMPLATE_SAMPLE = 400
 RRF_K = 10
 TEMPLATE_COSINE = 0.95
+TEMPLATE_BLOCK = 16
 
 
 def template_share(corpus) -> float:
@@ -66,9 +66,14 @@ def _measure_template_share(corpus) -> float:
         docs = np.array([corpus.nodes[i].doc for i in comps.ids])
         rng = np.random.default_rng(0)  # deterministic sample
         idx = rng.choice(len(matrix), size=min(TEMPLATE_SAMPLE, len(matrix)), replace=False)
-        sims = matrix[idx] @ matrix.T
-        sims[docs[idx][:, None] == docs[None, :]] = -1.0
-        share = float((sims.max(axis=1) >= TEMPLATE_COSINE).mean())
+        nearest = np.empty(len(idx), dtype=np.float32)
+        # In blocks of sampled rows: a (400, n) similarity matrix is 2.9 GB at 1.8M components.
+        for start in range(0, len(idx), TEMPLATE_BLOCK):
+            rows = idx[start:start + TEMPLATE_BLOCK]
+            sims = comps.dense.scores_many(matrix[rows])  # (n, block)
+            sims[docs[rows][None, :] == docs[:, None]] = -1.0
+            nearest[start:start + len(rows)] = sims.max(axis=0)
+        share = float((nearest >= TEMPLATE_COSINE).mean())
     return share
 
 
@@ -136,36 +141,40 @@ class StrataRetriever(Retriever):
                              "link_share": round(links, 4),
                              "partners": p.partners, "partner_depth": p.partner_depth, "per_doc": p.per_doc})
         k = max(top_k, p.partner_depth)
+        sc = self.question_scores()  # one scoring pass per layer, shared by every ranking below
         if template:
-            base = self._template_ranking(query, k, p, trace)
+            base = self._template_ranking(sc, query, k, p, trace)
             alpha = 0.0
         else:
-            base = self._routed_and_flat(query, k, p, linked_corpus, trace)
+            base = self._routed_and_flat(sc, query, k, p, linked_corpus, trace)
             alpha = p.alpha
         if p.partners <= 0 or p.partner_depth <= 0:
             return base[:top_k]
         # 3. LILaC partners across document links.
         subqueries, reason = decompose(self.llm, query)
         trace.add(DecomposeStep(subqueries=subqueries, backend=self.llm.name, reason=reason))
-        return self._with_partners(base, subqueries, alpha, top_k, p, linked_corpus, trace)
+        li = LateInteraction(self, subqueries, alpha, 0.0, 0.5, scores=sc)
+        return self._with_partners(base, li, top_k, p, linked_corpus, trace)
 
-    def _template_ranking(self, query: str, k: int, p: StrataParams, trace: Trace) -> list[ScoredNode]:
-        """Template corpora: dense over the components, the leading results spread over documents."""
+    def _template_ranking(self, sc: QueryScores, query: str, k: int, p: StrataParams, trace: Trace) -> list[ScoredNode]:
+        """Template corpora: dense over the components (the FAISS index's top), the leading
+        results spread over documents."""
         comps = self.corpus.layers["components"]
-        dense = comps.dense.scores(self.embed(query))
-        top = top_rows(dense, max(k * 4, 60))
-        ranked = [ScoredNode(node_id=comps.ids[i], score=round(float(dense[i]), 6), why="dense") for i in top]
+        rows, cos = sc.top_dense(comps, sc.encode(self.encoder, [query])[0], max(k * 4, 60))
+        ranked = [ScoredNode(node_id=comps.ids[i], score=round(float(s), 6), why="dense") for i, s in zip(rows, cos)]
         trace.add(RankStep(label="template corpus: dense over the components", index="dense", candidates=ranked[:30]))
         return spread_over_documents(self.corpus, ranked, p.per_doc_first)[:k]
 
-    def _routed_and_flat(self, query: str, k: int, p: StrataParams, linked_corpus: bool, trace: Trace) -> list[ScoredNode]:
+    def _routed_and_flat(
+        self, sc: QueryScores, query: str, k: int, p: StrataParams, linked_corpus: bool, trace: Trace
+    ) -> list[ScoredNode]:
         """HiKEY's routed ranking fused by reciprocal rank (k=10) with a flat one: the hybrid
         ranking for long documents (routing wins on long reports, the flat ranking keeps the
         documents routing would drop); MMGraphRAG's entity-backed ranking, weighted 2, for
         unlinked corpora of short documents, where table row labels and names carry the
         question (dev-tatqa-pdf R@5 0.891 against 0.863 with hybrid)."""
         corpus = self.corpus
-        kw = {"sub_encoder": self.sub_encoder, "llm": self.llm}
+        kw = {"sub_encoder": self.sub_encoder, "llm": self.llm, "scores": sc}
         short = mean_pages(corpus) <= p.short_doc_pages
         # In a linked corpus the link partners already make the hops between named pages that
         # the entity graph would make (hotpot R@5 0.873 with hybrid, 0.868 with mmgraph).
@@ -186,12 +195,11 @@ class StrataRetriever(Retriever):
         return base
 
     def _with_partners(
-        self, base: list[ScoredNode], subqueries: list[SubQuery], alpha: float, top_k: int, p: StrataParams,
-        linked_corpus: bool, trace: Trace,
+        self, base: list[ScoredNode], li: LateInteraction, top_k: int, p: StrataParams, linked_corpus: bool, trace: Trace,
     ) -> list[ScoredNode]:
         """The base ranking with the best linked components placed right after their anchors."""
-        li = LateInteraction(self, subqueries, alpha, 0.0, 0.5)
         ga, best = li.arrays, li.best
+        n_subqueries = best.shape[1]
         out: list[ScoredNode] = []
         seen: set[str] = set()
         edges: list[ScoredEdge] = []
@@ -226,7 +234,7 @@ class StrataRetriever(Retriever):
                                                          score=round(float(max(best[a, q], best[u, q])), 4)) for q in range(best.shape[1])],
                                   one_sided=bool(gains[j] <= 0))
                 edges.append(edge)
-                if gains[j] <= 0 and (len(subqueries) > 1 or not linked_corpus):
+                if gains[j] <= 0 and (n_subqueries > 1 or not linked_corpus):
                     # The partner adds nothing any subquery needs. In a linked corpus (a wiki) a
                     # one-part question may still hide a hop, so there the link alone is reason enough.
                     continue

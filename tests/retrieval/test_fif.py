@@ -230,7 +230,7 @@ def test_rules_are_deterministic_and_find_both_hops_with_the_shared_decompositio
 
 def test_scores_at_each_granularity_are_the_max_over_descendants(service, trap):
     retriever = service.retriever("fif", trap)
-    scores = retriever.question_scores(alpha=0.5)
+    scores = retriever.fif_scores(alpha=0.5)
     view = retriever.view
     text = "born in the city of Vellmar"
     own = scores.comp_scores(text, 1)

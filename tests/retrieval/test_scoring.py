@@ -61,3 +61,76 @@ def test_a_derived_value_is_built_once_however_many_sessions_ask(service):
     assert results == [len(FILMS)] * 8
     assert len(calls) == 1
     assert not any(name.startswith("_graph_arrays") or name.startswith("_template") for name in vars(corpus))
+
+
+# ---------------------------------------------------------------- the per-question score cache
+
+
+def _strata(service, corpus, brute_force: bool = False):
+    from backend.retrieval.strata import StrataRetriever
+
+    return StrataRetriever(corpus, service.encoder, service.settings, sub_encoder=service.encoders.sub, brute_force=brute_force)
+
+
+def test_question_scores_give_the_brute_force_numbers(service):
+    from backend.retrieval.scoring import QueryScores, hybrid_scores
+
+    corpus = build_corpus(service, FILMS)
+    comps = corpus.layers["components"]
+    q = "Where was the director of Night Train born?"
+    qvec = service.encoder.encode([q])[0]
+    sc = QueryScores()
+    assert np.allclose(sc.hybrid(comps, q, qvec, 0.5), hybrid_scores(comps, q, qvec, 0.5), atol=1e-6)
+    rows, cos = sc.top_dense(comps, qvec, 5)
+    brute = comps.dense.matrix @ qvec
+    assert rows.tolist() == top_rows(brute, 5).tolist() and np.allclose(cos, brute[rows], atol=1e-6)
+    other = service.encoder.encode(["Lisbon"])[0]
+    both = sc.cosines(comps, np.stack([qvec, other]))
+    assert np.allclose(both[:, 1], comps.dense.matrix @ other, atol=1e-6)
+
+
+def test_strata_scores_the_components_once_per_vector_and_matches_the_brute_force_path(service, monkeypatch):
+    """HiKEY and the flat ranking inside strata share one pass over the components layer."""
+    from backend.index.vector import VectorIndex
+    from backend.types import Trace
+
+    from backend.retrieval.strata import template_share
+
+    corpus = build_corpus(service, FILMS)
+    template_share(corpus)  # measured once per corpus, not per question
+    comps_index = corpus.layers["components"].dense
+    passes = []
+    for name in ("scores", "scores_many"):
+        original = getattr(VectorIndex, name)
+
+        def counted(self, *a, _original=original, **kw):
+            if self is comps_index:
+                passes.append(1)
+            return _original(self, *a, **kw)
+
+        monkeypatch.setattr(VectorIndex, name, counted)
+    q = "Where was the director of Night Train born?"
+    shared = _strata(service, corpus).retrieve(q, 10, {}, Trace(method="strata"))
+    shared_passes, passes[:] = len(passes), []
+    brute = _strata(service, corpus, brute_force=True).retrieve(q, 10, {}, Trace(method="strata"))
+    assert [(h.node_id, h.score) for h in shared] == [(h.node_id, h.score) for h in brute]
+    assert shared_passes <= 2 < len(passes)  # the query's pass (+ the subqueries' one) against one per use
+
+
+def test_many_sessions_asking_at_once_get_what_one_session_gets(service):
+    from backend.types import Trace
+
+    corpus = build_corpus(service, FILMS)
+    questions = ["Where was the director of Night Train born?", "Which film is a war drama?", "Who directed Moonlit Harbor?"]
+    serial = {q: [h.node_id for h in _strata(service, corpus).retrieve(q, 5, {}, Trace(method="strata"))] for q in questions}
+    got: list[tuple[str, list[str]]] = []
+
+    def ask(q: str) -> None:
+        got.append((q, [h.node_id for h in _strata(service, corpus).retrieve(q, 5, {}, Trace(method="strata"))]))
+
+    threads = [threading.Thread(target=ask, args=(q,)) for q in questions * 3]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(got) == 9 and all(ids == serial[q] for q, ids in got)

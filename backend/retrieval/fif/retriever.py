@@ -51,13 +51,15 @@ class FiFRetriever(Retriever):
         """The corpus's row maps, built once per loaded corpus and shared by every question."""
         return self.corpus.derived(DocumentRowMaps)
 
-    def question_scores(self, alpha: float) -> QuestionScores:
-        """A fresh score cache for one question."""
-        return QuestionScores(self.corpus, self.view, alpha, self.embed, self.embed_sub)
+    def fif_scores(self, alpha: float) -> QuestionScores:
+        """A fresh FiF score cache for one question, over the question's shared QueryScores."""
+        sc = self.question_scores()
+        return QuestionScores(self.corpus, self.view, alpha, lambda t: sc.encode(self.encoder, [t])[0],
+                              lambda ts: sc.encode(self.sub_encoder, ts), sc)
 
     def retrieve(self, query: str, top_k: int, params: dict[str, Any], trace: Trace) -> list[ScoredNode]:
         cfg = self.resolve_params(params)
         trace.params.update(cfg.model_dump())
         if not self.corpus.layers["documents"].ids or not self.corpus.layers["components"].ids:
             return []
-        return FiFAgent(self.corpus, self.llm, cfg, self.question_scores(cfg.alpha)).run(query, top_k, trace)
+        return FiFAgent(self.corpus, self.llm, cfg, self.fif_scores(cfg.alpha)).run(query, top_k, trace)

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import numpy as np
 
 from backend.retrieval.fif.memory import DocumentRowMaps, TextScores, max_into
-from backend.retrieval.scoring import hybrid_scores
+from backend.retrieval.scoring import QueryScores
 
 
 class QuestionScores:
@@ -18,12 +18,15 @@ class QuestionScores:
     def __init__(
         self, corpus, view: DocumentRowMaps, alpha: float,
         embed: Callable[[str], np.ndarray], embed_sub: Callable[[list[str]], np.ndarray],
+        shared: QueryScores | None = None,
     ) -> None:
+        """shared: the question's QueryScores (the BM25 and cosine passes; None: a private one)."""
         self.corpus = corpus
         self.view = view
         self.alpha = alpha
         self.embed = embed
         self.embed_sub = embed_sub
+        self.shared = shared if shared is not None else QueryScores()
         self._text_scores: dict[str, TextScores] = {}
 
     def scores(self, text: str) -> TextScores:
@@ -34,7 +37,7 @@ class QuestionScores:
         qvec, qsub = self.embed(text), self.embed_sub([text])[0]
 
         def hybrid(name: str, vec: np.ndarray) -> np.ndarray:
-            return hybrid_scores(layers[name], text, vec, alpha).astype(np.float32)
+            return self.shared.hybrid(layers[name], text, vec, alpha).astype(np.float32)
 
         scores = TextScores(doc=hybrid("documents", qvec), comp=hybrid("components", qvec), sub=hybrid("subcomponents", qsub))
         self._text_scores[text] = scores

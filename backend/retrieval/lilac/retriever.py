@@ -33,7 +33,7 @@ from backend.graph.corpus import Corpus
 from backend.llm.base import LLMBackend
 from backend.retrieval.base import Retriever, StrategyParams, param, register
 from backend.retrieval.lilac.tasks import DECOMPOSE, DecomposePayload
-from backend.retrieval.scoring import hybrid_scores, top_rows
+from backend.retrieval.scoring import QueryScores, top_rows
 from backend.types import (
     BeamStep,
     DecomposeStep,
@@ -116,9 +116,13 @@ class LateInteraction:
     """sim(q, c) for every subquery and subcomponent, and the best per component: (n_comp, n_q)."""
 
     def __init__(
-        self, retriever: Retriever, subqueries: list[SubQuery], alpha: float, modality_bonus: float, granularity: float = 1.0
+        self, retriever: Retriever, subqueries: list[SubQuery], alpha: float, modality_bonus: float, granularity: float = 1.0,
+        scores: QueryScores | None = None,
     ) -> None:
+        """scores: the question's score cache (one pass over each layer for every subquery at
+        once; the whole query's scores are shared with the ranking that ran before)."""
         corpus = retriever.corpus
+        sc = scores if scores is not None else retriever.question_scores()
         self.arrays = ga = graph_arrays(corpus)
         subs = corpus.layers["subcomponents"]
         comps = corpus.layers["components"]
@@ -127,9 +131,10 @@ class LateInteraction:
         n_q = len(texts)
         self.sub_sim = np.zeros((len(subs.ids), n_q), dtype=np.float32)
         if len(subs.ids):
-            q_sub = retriever.embed_sub(texts)  # (n_q, d_sub)
-            for j, text in enumerate(texts):
-                sim = hybrid_scores(subs, text, q_sub[j], alpha)
+            q_sub = sc.encode(retriever.sub_encoder, texts)  # (n_q, d_sub)
+            sims = sc.hybrid_many(subs, texts, q_sub, alpha)  # (n_sub, n_q)
+            for j in range(n_q):
+                sim = sims[:, j]
                 kind = MODALITY_KIND.get(subqueries[j].modality)
                 if kind is not None and modality_bonus:
                     sim = sim + modality_bonus * (ga.sub_kind == list(NodeKind).index(kind))
@@ -141,8 +146,7 @@ class LateInteraction:
             best[ga.seg_comp] = np.maximum.reduceat(seg, ga.seg_starts, axis=0)
         # The component's own match backs its best subcomponent (weight 1 - granularity); components
         # without subcomponents are matched with their own text only.
-        q_text = retriever.encoder.encode(texts)
-        own = np.stack([hybrid_scores(comps, text, q_text[j], alpha) for j, text in enumerate(texts)], axis=1)
+        own = sc.hybrid_many(comps, texts, sc.encode(retriever.encoder, texts), alpha)  # (n_comp, n_q)
         best = np.where(ga.has_subs[:, None], granularity * best + (1 - granularity) * own, own).astype(np.float32)
         self.best = best
 
@@ -226,17 +230,20 @@ class LILaCRetriever(Retriever):
             return []
         subqueries, reason = decompose(self.llm, query)
         trace.add(DecomposeStep(subqueries=subqueries, backend=self.llm.name, reason=reason))
-        li = LateInteraction(self, subqueries, p.alpha, p.modality_bonus, p.granularity)
-        return self.beam_search(query, li, top_k, p, trace)
+        sc = self.question_scores()
+        li = LateInteraction(self, subqueries, p.alpha, p.modality_bonus, p.granularity, scores=sc)
+        return self.beam_search(sc, query, li, top_k, p, trace)
 
-    def seeds(self, query: str, b: int, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    def seeds(self, sc: QueryScores, query: str, b: int, alpha: float) -> tuple[np.ndarray, np.ndarray]:
         comps = self.corpus.layers["components"]
-        whole = hybrid_scores(comps, query, self.embed(query), alpha)
+        whole = sc.hybrid(comps, query, sc.encode(self.encoder, [query])[0], alpha)
         return top_rows(whole, b), whole
 
-    def beam_search(self, query: str, li: LateInteraction, top_k: int, p: LILaCParams, trace: Trace) -> list[ScoredNode]:
+    def beam_search(
+        self, sc: QueryScores, query: str, li: LateInteraction, top_k: int, p: LILaCParams, trace: Trace
+    ) -> list[ScoredNode]:
         ga = li.arrays
-        seeds, whole = self.seeds(query, p.beam, p.alpha)
+        seeds, whole = self.seeds(sc, query, p.beam, p.alpha)
         trace.add(RankStep(label="seeds: top-b components by the whole query", index="hybrid",
                            candidates=[ScoredNode(node_id=ga.comp_ids[i], score=round(float(whole[i]), 4), why="seed") for i in seeds]))
         scored: dict[EdgeKey, float] = {}

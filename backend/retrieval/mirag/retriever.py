@@ -44,7 +44,7 @@ from backend.retrieval.mirag.tasks import (
     KnowledgeUnit,
     RecordPayload,
 )
-from backend.retrieval.scoring import hybrid_scores, reciprocal_rank_fusion, top_scored
+from backend.retrieval.scoring import reciprocal_rank_fusion, top_scored
 from backend.types import FuseStep, IterationStep, NodeKind, ScoredNode, Trace
 
 RRF_K = 5  # small: the lists are short (tens of units), and rank 1 should count clearly more than rank 5
@@ -177,7 +177,8 @@ class MIRAGRetriever(Retriever):
         if not comps.ids:
             return []
         text_rows, text_ids, image_rows, image_ids = self.corpus.derived(knowledge_base_rows)
-        scores = hybrid_scores(comps, query, self.embed(query), alpha)  # (n_components,)
+        sc = self.question_scores()
+        scores = sc.hybrid(comps, query, sc.encode(self.encoder, [query])[0], alpha)  # (n_components,)
         image_scores = scores[image_rows]
         visual = visual_component_scores(self.corpus, self.image_encoder, query)
         image_why = f"{why}, image-text KB"
@@ -235,11 +236,16 @@ class MIRAGRetriever(Retriever):
         texts = {sid: " ".join(corpus.nodes[sid].text.split()) for _, members in units for sid in members}
         token_sets = dict(zip(texts, (set(t) for t in tokenize(list(texts.values()))))) if texts else {}
         out = []
+        # Only the candidate units' rows: a gather and one dot with every query vector.
+        rows = {sid: subs.dense.row[sid] for _, members in units for sid in members if sid in subs.dense.row}
+        best_cos: dict[str, float] = {}
+        if rows:
+            cos_rows = subs.dense.scores_of(np.fromiter(rows.values(), dtype=np.int64), np.atleast_2d(qvecs))  # (n_rows, n_q)
+            best_cos = dict(zip(rows, cos_rows.max(axis=1).tolist()))
         for hit, members in units:
             sentences = []
             for sid in members:
-                row = subs.dense.row.get(sid)
-                cos = float(np.max(qvecs @ subs.dense.matrix[row])) if row is not None else hit.score
+                cos = best_cos.get(sid, hit.score)
                 coverage = sum(w for t, w in weights.items() if t in token_sets[sid]) / total
                 sentences.append({"id": sid, "text": texts[sid][:UNIT_CHARS], "score": round(0.5 * max(cos, 0.0) + 0.5 * coverage, 4)})
             node = corpus.nodes[hit.node_id]
