@@ -428,10 +428,13 @@ def build(service: Service, workspace: gr.State) -> GraphTab:
 
     filter_inputs = [workspace, layers, kinds, edge_kinds, docs, limit]
     refresh_outputs = [docs, graph, status, node_pick, overview]
-    tab.select(refresh, inputs=filter_inputs, outputs=refresh_outputs, trigger_mode="always_last", **PRIVATE)
+    # One queue for every redraw, one at a time: two filters changed in quick succession are two
+    # events, and run side by side the older one could finish last and leave a stale graph on screen.
+    in_order = {"trigger_mode": "always_last", "concurrency_id": "graph-draw", "concurrency_limit": 1, **PRIVATE}
+    tab.select(refresh, inputs=filter_inputs, outputs=refresh_outputs, **in_order)
     for control in (layers, kinds, edge_kinds, docs):
-        control.input(redraw, inputs=filter_inputs, outputs=[graph, status, node_pick, overview], trigger_mode="always_last", **PRIVATE)
-    limit.release(redraw, inputs=filter_inputs, outputs=[graph, status, node_pick, overview], trigger_mode="always_last", **PRIVATE)
+        control.input(redraw, inputs=filter_inputs, outputs=[graph, status, node_pick, overview], **in_order)
+    limit.release(redraw, inputs=filter_inputs, outputs=[graph, status, node_pick, overview], **in_order)
     graph.click(on_click, inputs=[workspace], outputs=[node_id, details], **PRIVATE)
     details.click(on_click, inputs=[workspace], outputs=[node_id, details], **PRIVATE)
     node_id.submit(show_node, inputs=[workspace, node_id], outputs=[node_id, details], **PRIVATE)
