@@ -6,7 +6,6 @@ says why, and the documents already in the workspace must still be there.
 from __future__ import annotations
 
 import sqlite3
-import zlib
 from pathlib import Path
 
 import pymupdf
@@ -14,6 +13,7 @@ import pytest
 
 from backend.graph.store import WorkspaceStore
 from backend.service import Service
+from bench.hostile import flate_bomb  # the bench's generator: one Flate bomb for the tests and the bench
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SAMPLE_DIR = REPO_ROOT / "sample_corpus"
@@ -52,44 +52,6 @@ def _raw_pdf(objects: list[bytes]) -> bytes:
     out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
     out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
     return bytes(out)
-
-
-def _zeros_bomb(path: Path, decoded_bytes: int, chunk: int = 1 << 24) -> Path:
-    """A one-page PDF whose content stream is `decoded_bytes` zeros, Flate-compressed.
-
-    zlib.compressobj compresses one chunk; after a full flush every further chunk of zeros
-    compresses to the same bytes, so the file is written chunk by chunk without compressing
-    (or holding) the whole stream. The Adler-32 of n zeros is (n mod 65521) << 16 | 1.
-    """
-    n_chunks = decoded_bytes // chunk
-    comp = zlib.compressobj(9)
-    zeros = bytes(chunk)
-    first = comp.compress(zeros) + comp.flush(zlib.Z_FULL_FLUSH)
-    block = comp.compress(zeros) + comp.flush(zlib.Z_FULL_FLUSH)
-    assert block == comp.compress(zeros) + comp.flush(zlib.Z_FULL_FLUSH), "zlib output is not periodic"
-    end = comp.flush()[:-4] + (((n_chunks * chunk) % 65521) << 16 | 1).to_bytes(4, "big")
-    length = len(first) + (n_chunks - 1) * len(block) + len(end)
-    head = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",
-    ]
-    with path.open("wb") as f:
-        offsets = []
-        f.write(b"%PDF-1.7\n")
-        for i, body in enumerate(head, 1):
-            offsets.append(f.tell())
-            f.write(b"%d 0 obj\n%s\nendobj\n" % (i, body))
-        offsets.append(f.tell())
-        f.write(b"4 0 obj\n<< /Length %d /Filter /FlateDecode >>\nstream\n" % length)
-        f.write(first)
-        for _ in range(n_chunks - 1):
-            f.write(block)
-        f.write(end + b"\nendstream\nendobj\n")
-        xref = f.tell()
-        f.write(b"xref\n0 5\n0000000000 65535 f \n" + b"".join(b"%010d 00000 n \n" % o for o in offsets))
-        f.write(b"trailer\n<< /Size 5 /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % xref)
-    return path
 
 
 def _not_a_pdf(tmp_path: Path) -> Path:
@@ -200,7 +162,7 @@ def test_over_the_size_limit(service, workspace_copy, tmp_path):
 def test_parse_timeout(service, workspace_copy, tmp_path):
     # ~1.4 GB of content that MuPDF streams through several times: tens of seconds of work
     # that stays under the (default) memory guard, so only the time limit stops it.
-    slow = _zeros_bomb(tmp_path / "slow.pdf", 1_400_000_000)
+    slow = flate_bomb(tmp_path / "slow.pdf", 1_400_000_000)
     # A 4 GiB worker share (budget raised to fit it): the 2 GiB content-stream bound is not hit.
     svc = _service(service, parse_timeout_s=6.0, parse_memory_mb=4096, memory_budget_mb=8192)
     reason = _check_batch(svc, workspace_copy, slow, _good_pdf(tmp_path), ("longer than 6 s", "PARSE_TIMEOUT_S"))
@@ -209,7 +171,7 @@ def test_parse_timeout(service, workspace_copy, tmp_path):
 
 @pytest.mark.slow
 def test_decompression_bomb_is_bounded_by_memory(service, workspace_copy, tmp_path):
-    bomb = _zeros_bomb(tmp_path / "bomb.pdf", 1_500_000_000)
+    bomb = flate_bomb(tmp_path / "bomb.pdf", 1_500_000_000)
     assert bomb.stat().st_size < 3 * 2**20, "fixture check: the bomb is small on disk"
     # A budget large enough that the worker share is the 600 MiB cap whatever this test process holds.
     svc = _service(service, parse_memory_mb=600, memory_budget_mb=16384)
