@@ -48,6 +48,14 @@ def _select(page, elem_id: str, option: str) -> None:
     page.get_by_role("option", name=option, exact=True).first.click()
 
 
+def _choose_method(page, method: str) -> None:
+    """Pick a method and wait for the app's sign that its parameter sliders were swapped in (the
+    panel's title names it): asking before that sends the previous method's slider values, which
+    the new bounds refuse ("Value 20 is greater than maximum value 1"), a race seen under load."""
+    _select(page, "ask-method", method)
+    sync_api.expect(page.locator("#ask-params-panel")).to_contain_text(f"Method parameters: {method}")
+
+
 def _open_panel(page, elem_id: str, inside: str) -> None:
     """Open an accordion unless what is inside it is already visible."""
     if not page.locator(inside).first.is_visible():
@@ -66,7 +74,7 @@ def _run_done(page, method: str | None = None):
 def _ask(page, method: str, question: str = QUESTION) -> int:
     """Ask with a method; returns the number of steps of its replay. Waits on the app's signal
     that this call finished (a new run id on the facts box), not on a fixed window."""
-    _select(page, "ask-method", method)
+    _choose_method(page, method)
     page.locator("#ask-question textarea").fill(question)
     call_and_wait(page, page.locator("#ask-button").click, _run_done(page, method), f"Ask with {method}")
     # The facts, the answer and the replay header come from the same event: once the facts carry
@@ -140,7 +148,7 @@ def test_play_button_runs_the_replay_to_the_end(ask_page):
 
 def test_method_parameters_and_llm_backend_reach_the_run(ask_page):
     page = ask_page
-    _select(page, "ask-method", "lilac")
+    _choose_method(page, "lilac")
     _open_panel(page, "ask-params-panel", "#ask-param-0")
     sync_api.expect(page.locator("#ask-params-panel")).to_contain_text("Method parameters: lilac")
     iterations = page.locator("#ask-param-1")
@@ -154,7 +162,7 @@ def test_method_parameters_and_llm_backend_reach_the_run(ask_page):
     sync_api.expect(page.locator("#ask-trace .st-stepchip").filter(has_text="beam 2")).to_have_count(1)
     assert n >= 4
     # Another method shows its own parameters, with their defaults.
-    _select(page, "ask-method", "hikey")
+    _choose_method(page, "hikey")
     sync_api.expect(page.locator("#ask-params-panel")).to_contain_text("Method parameters: hikey")
     sync_api.expect(page.locator("#ask-param-0")).to_contain_text("docs")
     # The LLM backend menu: asking with openai (no server in the tests: the rules answer for it).
@@ -284,7 +292,7 @@ def test_an_overlong_question_is_refused_with_a_message_and_the_page_keeps_its_h
     """A 20,000-character question used to be answered, and its replay header made the page
     7,900 px tall; now the service refuses it before any work, and the UI shows that message."""
     page = ask_page
-    _select(page, "ask-method", "bm25")
+    _choose_method(page, "bm25")
     errors = page.locator(".toast-body.error")
     seen = errors.count()
     page.locator("#ask-question textarea").fill("How many trees? " * 1250)  # 20,000 characters
