@@ -13,7 +13,7 @@ import pytest
 
 from backend.graph.store import WorkspaceStore
 from backend.service import Service
-from bench.hostile import flate_bomb  # the bench's generator: one Flate bomb for the tests and the bench
+from bench.hostile import flate_bomb, raw_pdf  # the bench's generator: one Flate bomb for the tests and the bench
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SAMPLE_DIR = REPO_ROOT / "sample_corpus"
@@ -40,20 +40,6 @@ def _good_pdf(tmp_path: Path) -> Path:
     )
 
 
-def _raw_pdf(objects: list[bytes]) -> bytes:
-    """A minimal PDF written by hand from its object bodies (object i + 1 = objects[i])."""
-    out = bytearray(b"%PDF-1.7\n")
-    offsets = []
-    for i, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n%s\nendobj\n" % (i, body)
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
-    return bytes(out)
-
-
 def _not_a_pdf(tmp_path: Path) -> Path:
     path = tmp_path / "notes.pdf"
     path.write_text("These are meeting notes saved with the wrong extension.\n" * 20)
@@ -77,7 +63,7 @@ def _encrypted(tmp_path: Path) -> Path:
 
 def _zero_pages(tmp_path: Path) -> Path:
     path = tmp_path / "zero_pages.pdf"
-    path.write_bytes(_raw_pdf([b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [] /Count 0 >>"]))
+    path.write_bytes(raw_pdf([b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [] /Count 0 >>"]))
     return path
 
 
