@@ -244,10 +244,7 @@ class _Builder:
 
     def _figure_texts(self, b: LayoutBlock, cap: LayoutBlock | None, upper: str) -> tuple[str, list[tuple[NodeKind, str, BBox]]]:
         if not b.inner and self.ocr_engine:
-            try:
-                b.inner = ocr_region(self.pdf[b.page - 1], b.bbox, self.ocr_engine, self.ocr_language)
-            except (RuntimeError, ValueError) as exc:
-                log.debug("figure OCR failed on page %s: %s", b.page, exc)
+            b.inner = ocr_region(self.pdf[b.page - 1], b.bbox, self.ocr_engine, self.ocr_language)
         inner_text = " ".join(t for _, t in b.inner)
         parts = [p for p in (cap.text if cap is not None else "", inner_text, "" if cap is not None else upper) if p]
         text = "\n".join(parts) or "(figure without text)"

@@ -453,6 +453,29 @@ def available_ocr_engine(preference: str) -> str | None:
     return None
 
 
+# Exceptions an OCR call can end with: tesseract's std::bad_alloc surfaces as RuntimeError,
+# MuPDF's own errors as FzErrorBase, a Python allocation as MemoryError.
+OCR_ERRORS: tuple[type[BaseException], ...] = (RuntimeError, ValueError, OSError, MemoryError, pymupdf.mupdf.FzErrorBase)
+_ocr_failure: list[str] = []  # why OCR stopped working in this process (empty: it works)
+
+
+def ocr_unusable() -> str | None:
+    """Why OCR is off for the rest of this process, or None. A tesseract call that fails inside
+    MuPDF (a std::bad_alloc under the worker's memory limit) leaves Leptonica marked as in use:
+    every later OCR call in the process then fails ("Attempt to use Leptonica from 2 threads at
+    once!"). So after the first failure OCR is skipped, the file degrades (its text layer and
+    the pages already read are kept) and the parse worker asks to be replaced (worker.py)."""
+    return _ocr_failure[0] if _ocr_failure else None
+
+
+def _note_ocr_failure(engine: str, exc: BaseException) -> str:
+    reason = f"OCR with {engine} failed ({library_reason(exc)})"
+    log.warning("OCR with %s failed, OCR is off for the rest of this parse: %s", engine, exc)
+    if not _ocr_failure:
+        _ocr_failure.append(reason)
+    return reason
+
+
 def _ocr_tesseract(page: pymupdf.Page, language: str, dpi: int) -> dict:
     tp = page.get_textpage_ocr(language=language, dpi=dpi, full=True)
     return page.get_text("dict", textpage=tp)
@@ -502,10 +525,12 @@ def _ocr_page(page: pymupdf.Page, raw: RawPage, engine: str, language: str, dpi:
     area_in2 = max(1.0, raw.width * raw.height) / 72**2
     dpi = max(20, min(dpi, int((max_pixels / area_in2) ** 0.5)))
     page_area = raw.width * raw.height
+    if (broken := ocr_unusable()) is not None:
+        return [f"page {raw.number}: not read with OCR, an earlier {broken}"]
     try:
         ocr_dict = _ocr_tesseract(page, language, dpi) if engine == "tesseract" else _ocr_rapidocr(page, dpi)
-    except (RuntimeError, ValueError, OSError, pymupdf.mupdf.FzErrorBase) as exc:
-        return [f"page {raw.number}: OCR with {engine} failed ({library_reason(exc)})"]
+    except OCR_ERRORS as exc:
+        return [f"page {raw.number}: {_note_ocr_failure(engine, exc)}"]
     raw.blocks, _ = _blocks_from_dict(ocr_dict)
     raw.ocr_engine = engine
     # The scanned image covers the page; it is the text, not a figure.
@@ -571,20 +596,16 @@ def extract_page(
 
 
 def ocr_region(page: pymupdf.Page, bbox: BBox, engine: str, language: str, dpi: int = 150) -> list[tuple[BBox, str]]:
-    """OCR the text inside a raster figure: (box in page points, text) per OCR block."""
+    """OCR the text inside a raster figure: (box in page points, text) per OCR block. A failed
+    OCR call gives no text (the figure keeps its caption) and turns OCR off (ocr_unusable)."""
     clip = pymupdf.Rect(bbox) & page.rect
-    if clip.is_empty:
+    if clip.is_empty or ocr_unusable() is not None:
         return []
-    pix = page.get_pixmap(clip=clip, dpi=dpi)
-    if engine == "tesseract":
-        with pymupdf.open("pdf", pix.pdfocr_tobytes(language=language)) as ocr_pdf:
-            ocr_page = ocr_pdf[0]
-            fx = clip.width / ocr_page.rect.width
-            fy = clip.height / ocr_page.rect.height
-            page_dict = ocr_page.get_text("dict")
-    else:
-        page_dict = _ocr_rapidocr_pixmap(pix)  # already in points relative to the clip
-        fx = fy = 1.0
+    try:
+        page_dict, fx, fy = _ocr_clip(page, clip, engine, language, dpi)
+    except OCR_ERRORS as exc:
+        _note_ocr_failure(engine, exc)
+        return []
     blocks, _ = _blocks_from_dict(page_dict)
     out: list[tuple[BBox, str]] = []
     for b in blocks:
@@ -593,3 +614,13 @@ def ocr_region(page: pymupdf.Page, bbox: BBox, engine: str, language: str, dpi: 
             x0, y0, x1, y1 = b.bbox
             out.append(((clip.x0 + x0 * fx, clip.y0 + y0 * fy, clip.x0 + x1 * fx, clip.y0 + y1 * fy), text))
     return out
+
+
+def _ocr_clip(page: pymupdf.Page, clip: pymupdf.Rect, engine: str, language: str, dpi: int) -> tuple[dict, float, float]:
+    """get_text('dict') of the OCR of one page region, and the factors from its space to points."""
+    pix = page.get_pixmap(clip=clip, dpi=dpi)
+    if engine != "tesseract":
+        return _ocr_rapidocr_pixmap(pix), 1.0, 1.0  # already in points relative to the clip
+    with pymupdf.open("pdf", pix.pdfocr_tobytes(language=language)) as ocr_pdf:
+        ocr_page = ocr_pdf[0]
+        return ocr_page.get_text("dict"), clip.width / ocr_page.rect.width, clip.height / ocr_page.rect.height

@@ -18,7 +18,7 @@ import pymupdf
 from backend.config import IngestSettings
 from backend.errors import BadPdfError, clean_text, library_reason, log_name
 from backend.ingest.components import build_components
-from backend.ingest.extract import PageBounds, PageCoster, available_ocr_engine, extract_page
+from backend.ingest.extract import PageBounds, PageCoster, available_ocr_engine, extract_page, ocr_unusable
 from backend.ingest.hierarchy import assign_sections, build_hierarchy
 from backend.ingest.layout import layout_document
 from backend.ingest.links import annotation_edges, xref_edges
@@ -279,6 +279,8 @@ def parse_pdf(
         document = _document(pdf, path, name, sha, doc_id, hier, sections, built.nodes, warnings)
         if ocr_engine and any(p.ocr_engine for p in raw_pages):
             document.warnings.append(f"{sum(1 for p in raw_pages if p.ocr_engine)} page(s) read with OCR ({ocr_engine})")
+        if ocr_engine and (broken := ocr_unusable()) is not None:
+            document.warnings.append(f"{broken}; figures and scanned pages after it were not read with OCR")
         return ParsedDocument(
             document=document, sections=sections, nodes=built.nodes, edges=edges, blocks=built.blocks,
             doc_links=pending, stage_seconds=timings,

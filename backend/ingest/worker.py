@@ -130,6 +130,7 @@ def _dump(parsed: ParsedDocument) -> str:
 
 
 def _parse_one(request: str, settings: IngestSettings, memory_mb: int) -> None:
+    from backend.ingest.extract import ocr_unusable
     from backend.ingest.parser import parse_pdf
 
     path, crops_root, display_name = json.loads(request)
@@ -139,6 +140,8 @@ def _parse_one(request: str, settings: IngestSettings, memory_mb: int) -> None:
 
     try:
         parsed = parse_pdf(Path(path), settings, Path(crops_root) if crops_root else None, progress, display_name, memory_mb)
+        if ocr_unusable() is not None:
+            _send(["recycle"])  # OCR is stuck in this process: the next file needs a fresh worker
         _reply_line('["ok", ' + _dump(parsed) + "]")
     except BadPdfError as exc:
         _send(["error", exc.reason])
@@ -146,6 +149,7 @@ def _parse_one(request: str, settings: IngestSettings, memory_mb: int) -> None:
         _send(["error", _memory_reason(memory_mb, settings)])
     except Exception as exc:  # noqa: BLE001 - any parser failure is this file's failure, reported as data
         log.warning("parsing %s failed", log_name(display_name), exc_info=True)
+        _send(["recycle"])  # whatever state the library was left in stays with this process
         _send(["error", f"the parser could not read it: {library_reason(exc)}"])
 
 
@@ -195,6 +199,7 @@ class ParseWorker:
         self._lines: queue.Queue[str | None] = queue.Queue()
         self.share_mb = 0  # the running worker's memory limit
         self.peak_tree_rss = 0  # bytes, parent + worker, the most seen while watching
+        self._recycle = False  # the worker asked to be replaced after its current file
 
     @staticmethod
     def _pump(stream, lines: queue.Queue) -> None:
@@ -258,7 +263,8 @@ class ParseWorker:
     def _ready(self) -> subprocess.Popen:
         """A running worker whose limit fits what the parent leaves of the budget now."""
         share = worker_share_mb(self._settings, _rss_bytes(os.getpid()) - self._worker_rss())
-        if self._proc is None or self._proc.poll() is not None or self.share_mb > share + RESHARE_SLACK_MB:
+        if self._recycle or self._proc is None or self._proc.poll() is not None or self.share_mb > share + RESHARE_SLACK_MB:
+            self._recycle = False
             self._kill()
             self._start(share)
         assert self._proc is not None
@@ -326,6 +332,8 @@ class ParseWorker:
             if msg[0] == "progress":
                 if progress is not None:
                     progress(msg[1], msg[2], msg[3])
+            elif msg[0] == "recycle":
+                self._recycle = True
             elif msg[0] == "ok":
                 return ParsedDocument.model_validate(msg[1])
             else:

@@ -128,8 +128,10 @@ def test_an_unexpected_parser_error_reaches_the_user_in_plain_words(tmp_path, mo
 
     monkeypatch.setattr(parser_mod, "parse_pdf", broken)
     worker._parse_one('["/srv/uploads/x.pdf", null, "report.pdf"]\n', IngestSettings(), 512)
-    reply = capsys.readouterr().out
-    assert reply.startswith('["error"') and "could not read" in reply, reply
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == '["recycle"]', "whatever state the library was left in goes with this worker"
+    reply = lines[-1]
+    assert len(lines) == 2 and reply.startswith('["error"') and "could not read" in reply, lines
     _assert_plain(reply, tmp_path)
 
 
