@@ -163,7 +163,7 @@ class EvalService(Protocol):
 def run_eval(
     settings: Settings, workspace: Path, bench: Path, method: str | None, *, service: EvalService, top_k: int = 30,
     limit: int | None = None, out_dir: Path | None = None, progress: EvalProgressSink | None = None, budget: int | None = None,
-    llm_backend: str | None = None, llm_settings: LLMSettings | None = None, ingest: bool = True,
+    llm_backend: str | None = None, llm_settings: LLMSettings | None = None, ingest: bool = True, params: dict | None = None,
 ) -> EvalReport:
     """Ingest `bench`'s corpus into `workspace`, answer its questions with `method`, score them.
 
@@ -179,7 +179,8 @@ def run_eval(
     out_dir.mkdir(parents=True, exist_ok=True)
     pred_path = out_dir / f"{bench.name}.{method}.jsonl"
     # Only what the caller set, so a service without per-call LLM settings still runs the CLI's eval.
-    ask_options = {k: v for k, v in (("budget", budget), ("llm_backend", llm_backend), ("llm_settings", llm_settings)) if v is not None}
+    ask_options = {k: v for k, v in (("budget", budget), ("llm_backend", llm_backend), ("llm_settings", llm_settings),
+                                     ("params", params)) if v is not None}
 
     def ask(q: BenchQuestion) -> AskResult:
         return service.ask(workspace, q.question, method, top_k, **ask_options)

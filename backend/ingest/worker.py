@@ -1,9 +1,11 @@
 """Parse PDFs in a separate worker process inside one memory budget for the whole process tree.
 
 The parent (the ingest CLI or the server) and its parse worker share `memory_budget_mb`: the
-worker's address-space limit is what the parent leaves of the budget when the worker starts
-(at most `parse_memory_mb`), and while a file is parsed the parent watches the tree's resident
-memory and stops the worker past the budget. A decompression bomb, a draw-count bomb or a
+worker's share is what the parent leaves of the budget when the worker starts (at most
+`parse_memory_mb`); while a file is parsed the parent watches the tree's resident memory and
+stops the worker past its share or the tree past the budget, and the worker's address space is
+limited to its share plus ADDRESS_SLACK_MB (mapped but unread libraries, malloc arenas), a hard
+stop for an allocation too fast for the watch. A decompression bomb, a draw-count bomb or a
 MuPDF crash can only take the worker down: the parent fails that file with a one-line reason,
 starts a fresh worker, and the batch goes on. The worker imports only the parser (PyMuPDF,
 pysbd), never torch or faiss.
@@ -35,6 +37,11 @@ PARENT_HEADROOM_MB = 256  # the parent grows while it encodes and stores the fil
 MIN_WORKER_MB = 512  # PyMuPDF alone maps 275 MiB; below this a worker cannot parse a small file
 RESHARE_SLACK_MB = 64  # restart a worker whose limit is this much over the share the parent now leaves it
 WATCH_INTERVAL_S = 0.2
+# The share is resident memory (what the parent watches); the hard limit is on address space,
+# which also counts libraries mapped but not read and malloc's reserved arenas. With
+# MALLOC_ARENA_MAX=2 a worker OCR-ing a 72-page 10-Q maps ~250 MiB more than it holds (464 vs
+# 216 MiB; 769 MiB with glibc's default arenas, past a 571 MiB share: valid reports failed).
+ADDRESS_SLACK_MB = 384
 
 
 def _rss_bytes(pid: int) -> int:
@@ -163,7 +170,7 @@ def worker_main() -> None:
         # 4 s, 55 MiB resident and 270 MiB of address space per worker, for a model only
         # table_layout_model uses. Without it the worker starts in 1 s inside a small limit.
         sys.modules["pymupdf.layout"] = None  # type: ignore[assignment]
-    _limit_memory(memory_mb)
+    _limit_memory(memory_mb + ADDRESS_SLACK_MB)
     for line in sys.stdin:
         if line.strip():
             _parse_one(line, settings, memory_mb)
@@ -219,6 +226,7 @@ class ParseWorker:
             STRATA_PARSE_MEMORY_LIMIT_MB=str(share_mb),
             PYMUPDF_SUGGEST_LAYOUT_ANALYZER="0",  # the worker leaves pymupdf-layout out on purpose
             OMP_THREAD_LIMIT="1",  # tesseract: fast single-threaded
+            MALLOC_ARENA_MAX="2",  # glibc reserves 64 MiB of address space per thread arena otherwise
             OPENBLAS_NUM_THREADS="1",
             PYTHONPATH=os.pathsep.join([str(REPO_ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep),
         )
@@ -274,15 +282,20 @@ class ParseWorker:
         return _rss_bytes(self._proc.pid) if self._proc is not None and self._proc.poll() is None else 0
 
     def _over_budget(self) -> bool:
-        """Whether the worker (with its children, e.g. tesseract, which get their own address
-        space) is past its share, or the whole tree past the budget with the worker grown: a
-        parent that is over the budget by itself does not fail every file."""
+        """Whether the worker (with its children) is past its share, or the whole tree is past
+        the budget with the worker holding more than the parent now leaves it (never less than
+        MIN_WORKER_MB). The parent's own growth during a long batch is not the file's doing: a
+        parent near the budget by itself does not fail files whose parse stays small (a 41-slide
+        OCR deck at 260 MiB was stopped after 22 files of dev-mmlongbench under the old rule,
+        which stopped any worker past 256 MiB once the tree was over); its next worker starts
+        with the smaller share the parent leaves."""
         tree = _rss_bytes(os.getpid())
         worker = self._worker_rss()
         self.peak_tree_rss = max(self.peak_tree_rss, tree)
         if worker > self.share_mb * 2**20:
             return True
-        return tree > self._settings.memory_budget_mb * 2**20 and worker > MIN_WORKER_MB * 2**20 // 2
+        left = max(MIN_WORKER_MB * 2**20, self._settings.memory_budget_mb * 2**20 - (tree - worker))
+        return tree > self._settings.memory_budget_mb * 2**20 and worker > left
 
     def parse(self, path: Path, crops_root: Path | None, display_name: str, progress: ProgressFn | None = None) -> ParsedDocument:
         """Parse one file in the worker; raises BadPdfError (one plain line) for any failure of that file."""

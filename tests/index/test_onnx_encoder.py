@@ -84,3 +84,28 @@ def test_an_export_that_cannot_run_falls_back_to_torch_for_fp32(tmp_path, monkey
     assert isinstance(fallback.text.inner, SentenceTransformerEncoder)
     with pytest.raises(ConfigError, match="onnx"):
         build_encoders(IndexSettings(device="cpu", text_runtime="onnx-int8"), onnx_cache=tmp_path / "empty")
+
+
+def test_batches_hold_a_bounded_number_of_padded_word_pieces():
+    """ONNX Runtime keeps its largest batch's activations for the session's life: batches are
+    cut by padded word pieces, so long texts go in small batches and short ones in large."""
+    from backend.index.encoders import ONNX_BATCH_TOKENS, ONNX_MAX_TOKENS, _token_batches
+
+    lengths = [2000] * 40 + [40] * 200 + [400] * 30
+    batches = _token_batches(lengths)
+    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
+    for b in batches:
+        longest = max(min(ONNX_MAX_TOKENS, lengths[i] // 4 + 2) for i in b)
+        assert len(b) == 1 or len(b) * longest <= ONNX_BATCH_TOKENS
+    sizes: dict[int, int] = {}
+    for b in batches:
+        sizes[lengths[b[0]]] = max(sizes.get(lengths[b[0]], 0), len(b))
+    assert sizes[2000] == ONNX_BATCH_TOKENS // ONNX_MAX_TOKENS and sizes[40] > 100
+
+
+def test_many_texts_of_mixed_lengths_get_the_vectors_of_one_at_a_time(cache):
+    enc = OnnxTextEncoder(IndexSettings(device="cpu"), cache)
+    texts = [t for t in TEXTS for _ in range(4)]
+    many = enc.encode(texts)
+    one = np.stack([enc.encode([t])[0] for t in TEXTS])
+    assert (many[::4] * one).sum(axis=1).min() > 0.9999

@@ -73,6 +73,34 @@ def test_a_parent_over_the_budget_by_itself_still_parses(tmp_path, monkeypatch):
         assert worker.share_mb == worker_mod.MIN_WORKER_MB
 
 
+def test_a_parent_that_grows_during_a_batch_stops_only_a_worker_past_what_it_leaves(tmp_path, monkeypatch):
+    """Mid-batch the parent grows (encodes, stores); the tree then passes the budget. A worker
+    that holds 300 MiB is not the file's fault and keeps parsing; one that holds more than the
+    parent now leaves it is stopped."""
+    good = hostile.text_pdf(tmp_path / "good.pdf")
+    real = worker_mod._rss_bytes
+    with ParseWorker(IngestSettings(memory_budget_mb=2048)) as worker:
+        worker.parse(good, None, "warm.pdf")
+
+        def grown(parent_extra: int, worker_to: int):
+            def rss(pid: int) -> int:
+                worker_pid = worker._proc.pid  # the running worker, whichever it is now
+                if pid == worker_pid:
+                    return worker_to
+                return real(pid) - real(worker_pid) + worker_to + parent_extra if pid == os.getpid() else real(pid)
+            return rss
+
+        parent_now = real(os.getpid()) - real(worker._proc.pid)
+        monkeypatch.setattr(worker_mod, "_rss_bytes", grown(2048 * 2**20 - parent_now - 100 * 2**20, 300 * 2**20))
+        worker.share_mb = 1024  # the share it started with, before the parent grew
+        assert not worker._over_budget(), "a 300 MiB worker beside a parent near the budget keeps parsing"
+        assert worker.parse(good, None, "next.pdf").document.file_name == "next.pdf"
+        monkeypatch.setattr(worker_mod, "_rss_bytes", grown(1200 * 2**20 - parent_now, 900 * 2**20))
+        worker.share_mb = 1024
+        assert worker._over_budget(), "900 MiB beside a 1.2 GiB parent passes the 2 GiB budget: the worker is stopped"
+        monkeypatch.setattr(worker_mod, "_rss_bytes", real)
+
+
 def test_the_worker_limit_follows_the_parent(tmp_path, monkeypatch):
     """A parent that has grown (encoders loaded) restarts the worker with a smaller limit."""
     good = hostile.text_pdf(tmp_path / "good.pdf")
