@@ -10,14 +10,22 @@
    filings. Page R@5 0.785 against 0.685 for dense alone on dev-docugami-10q.
 3. Other corpora: HiKEY's routed ranking (the best on dev-mmlongbench's long reports) fused by
    reciprocal rank (k=10) with a flat ranking, so the documents routing would drop keep a
-   place: the hybrid one, or, for unlinked corpora of short documents (at most 3 pages on
-   average), MMGraphRAG's entity-backed one with weight 2 (dev-tatqa-pdf: 0.891 against 0.863).
-4. LILaC partners, both modes. The question is decomposed (rules or the LLM); for the leading
-   results, the components one link away in another document are scored by late interaction
-   against the subqueries, and the best ones come right after their anchor when they add to
-   some subquery's best match, or, in a linked corpus (link share >= 0.25: 0.44 of hotpot's
-   Wikipedia pages are linked, 0.10 of mmlongbench's reports), on the strength of the link
-   alone: the second hop of a bridge question lands next to the first.
+   place: the hybrid one, or, for corpora of short documents (at most 3 pages on average),
+   MMGraphRAG's entity-backed one with weight 2 (dev-tatqa-pdf: 0.891 against 0.863).
+4. Partners, both modes. The question is decomposed (rules or the LLM); for the leading
+   results, the components one hop away in another document are scored by late interaction
+   against the subqueries, and the best ones come right after their anchor. A hop is a PDF link
+   between the documents or the other document's title named in the anchor's text
+   (mentions.py): a bridge page is named by the page before it whether or not the PDF links
+   it. A partner is placed when it adds to some subquery's best match, or, in a corpus where
+   hops are common (hop share >= 0.1: 0.40 of dev-hotpot-pdf's components name or link another
+   page, at most 0.02 in the other dev collections), on the strength of the hop alone: the
+   second hop of a bridge question lands next to the first.
+
+Issue 10 removed the switch on the share of *linked* documents (0.25, set between hotpot's 0.44
+and mmlongbench's 0.10): a wiki whose PDFs carry fewer link annotations fell on the wrong side
+of it and lost its second hops. Without any PDF link, the title hop alone keeps dev-hotpot-pdf
+at R@5 0.870 / 0.880 (tune / check; 0.755 / 0.755 with neither).
 
 What it does not do: call an LLM beyond the decomposition, or rerank pages.
 """
@@ -33,7 +41,8 @@ from backend.retrieval.scoring import QueryScores, reciprocal_rank_fusion
 from backend.retrieval.hikey import HiKEYRetriever
 from backend.retrieval.hybrid import HybridRetriever
 from backend.retrieval.mmgraph import MMGraphRetriever
-from backend.retrieval.lilac import LateInteraction, component_neighbours, decompose
+from backend.retrieval.lilac import LateInteraction, best_of_document, component_neighbours, decompose
+from backend.retrieval.mentions import title_index
 from backend.types import (
     EdgeKind,
     BeamStep,
@@ -50,6 +59,7 @@ TEMPLATE_SAMPLE = 400
 RRF_K = 10
 TEMPLATE_COSINE = 0.95
 TEMPLATE_BLOCK = 16
+HOP_SAMPLE = 2000
 
 
 def template_share(corpus) -> float:
@@ -82,14 +92,24 @@ def mean_pages(corpus) -> float:
     return sum(d.pages for d in docs) / max(1, len(docs))
 
 
-def link_share(corpus) -> float:
-    """Fraction of documents joined to another document of the corpus by a link (either end)."""
-    return corpus.derived(_measure_link_share)
+def hop_share(corpus) -> float:
+    """Fraction of (up to 2,000 sampled) components that lead to another document of the corpus:
+    a PDF link to it, or its title named in their text. A web of named pages (Wikipedia) has
+    many; a pile of separate reports has few. Measured with the title index the partner walk
+    uses, so a corpus whose PDFs carry no link annotations measures the same as one that does."""
+    return corpus.derived(_measure_hop_share)
 
 
-def _measure_link_share(corpus) -> float:
-    linked = {n for e in corpus.edges if e.kind == EdgeKind.DOC_LINK for n in (e.src, e.dst)}
-    return len(linked & set(corpus.documents)) / max(1, len(corpus.documents))
+def _measure_hop_share(corpus) -> float:
+    comps = corpus.layers["components"].ids
+    if len(corpus.documents) < 2 or not comps:
+        return 0.0
+    linked = {e.src for e in corpus.edges if e.kind == EdgeKind.DOC_LINK}
+    titles = title_index(corpus)
+    rng = np.random.default_rng(0)  # deterministic sample
+    sample = [comps[i] for i in rng.choice(len(comps), size=min(HOP_SAMPLE, len(comps)), replace=False)]
+    hops = sum(1 for c in sample if c in linked or titles.mentioned(corpus.nodes[c].text, exclude=corpus.nodes[c].doc, limit=1))
+    return hops / len(sample)
 
 
 def spread_over_documents(corpus, ranked: list[ScoredNode], per_doc: int) -> list[ScoredNode]:
@@ -111,8 +131,10 @@ class StrataParams(StrategyParams):
     template_share: float = param(0.3, 0.0, 1.0, "Template share at and above which the corpus is treated as boilerplate filings.")
     per_doc_first: int = param(1, 1, 10, "Template corpora: units per document before any document gets more.")
     short_doc_pages: float = param(3.0, 0.0, 1000.0, "Mean pages per document at and below which the flat ranking is MMGraphRAG's.")
-    link_share: float = param(0.25, 0.0, 1.0, "Share of linked documents at and above which a link alone earns a partner its place.")
+    hop_share: float = param(0.1, 0.0, 1.0, "Share of components naming or linking another document at and above which a hop alone earns a partner its place.")
     partners: int = param(2, 0, 5, "Linked components placed after each anchor (0: no graph walk).")
+    links: int = param(1, 0, 1, "1: hop along PDF links between documents; 0: leave them out (to measure the title hop alone).", ui=False)
+    mentions: int = param(1, 0, 1, "1: also hop to documents whose title a leading component names; 0: PDF links only.")
     partner_depth: int = param(10, 0, 50, "How many leading results get a partner.")
     per_doc: int = param(3, 1, 50, "Components of a linked document considered as partners.")
     alpha: float = param(
@@ -135,10 +157,10 @@ class StrataRetriever(Retriever):
             return []
         share = template_share(corpus)
         template = share >= p.template_share
-        links = link_share(corpus)
-        linked_corpus = links >= p.link_share
+        hops = hop_share(corpus)
+        linked_corpus = hops >= p.hop_share
         trace.params.update({"template_share": round(share, 4), "mode": "template" if template else "hikey",
-                             "link_share": round(links, 4),
+                             "hop_share": round(hops, 4),
                              "partners": p.partners, "partner_depth": p.partner_depth, "per_doc": p.per_doc})
         k = max(top_k, p.partner_depth)
         sc = self.question_scores()  # one scoring pass per layer, shared by every ranking below
@@ -146,7 +168,7 @@ class StrataRetriever(Retriever):
             base = self._template_ranking(sc, query, k, p, trace)
             alpha = 0.0
         else:
-            base = self._routed_and_flat(sc, query, k, p, linked_corpus, trace)
+            base = self._routed_and_flat(sc, query, k, p, trace)
             alpha = p.alpha
         if p.partners <= 0 or p.partner_depth <= 0:
             return base[:top_k]
@@ -166,7 +188,7 @@ class StrataRetriever(Retriever):
         return spread_over_documents(self.corpus, ranked, p.per_doc_first)[:k]
 
     def _routed_and_flat(
-        self, sc: QueryScores, query: str, k: int, p: StrataParams, linked_corpus: bool, trace: Trace
+        self, sc: QueryScores, query: str, k: int, p: StrataParams, trace: Trace
     ) -> list[ScoredNode]:
         """HiKEY's routed ranking fused by reciprocal rank (k=10) with a flat one: the hybrid
         ranking for long documents (routing wins on long reports, the flat ranking keeps the
@@ -175,10 +197,7 @@ class StrataRetriever(Retriever):
         question (dev-tatqa-pdf R@5 0.891 against 0.863 with hybrid)."""
         corpus = self.corpus
         kw = {"sub_encoder": self.sub_encoder, "llm": self.llm, "scores": sc}
-        short = mean_pages(corpus) <= p.short_doc_pages
-        # In a linked corpus the link partners already make the hops between named pages that
-        # the entity graph would make (hotpot R@5 0.873 with hybrid, 0.868 with mmgraph).
-        entity_flat = short and not linked_corpus
+        entity_flat = mean_pages(corpus) <= p.short_doc_pages
         flat_cls, flat_weight = (MMGraphRetriever, 2.0) if entity_flat else (HybridRetriever, 1.0)
         routed = HiKEYRetriever(corpus, self.encoder, self.settings, **kw).retrieve(query, 3 * k, {}, trace)
         flat_trace = Trace(method=flat_cls.name)
@@ -193,6 +212,21 @@ class StrataRetriever(Retriever):
                            inputs={"hikey": routed[:10], flat_cls.name: flat[:10]},
                            weights={"hikey": 1.0, flat_cls.name: flat_weight, "rrf_k": float(RRF_K)}))
         return base
+
+    def _partner_candidates(self, node_id: str, li: LateInteraction, p: StrataParams, seen: set[str]) -> dict[int, str]:
+        """Component rows one hop from a component into another document, with how: a PDF link
+        between the documents ("doc_link"), or the other document's title named in this
+        component's text ("mention"; its `per_doc` best components for the question)."""
+        ga = li.arrays
+        out: dict[int, str] = {}
+        if p.links:
+            out = {u: kind for u, kind in component_neighbours(self.corpus, node_id, li, p.per_doc) if kind == "doc_link"}
+        if p.mentions:
+            node = self.corpus.nodes[node_id]
+            for doc in title_index(self.corpus).mentioned(node.text, exclude=node.doc):
+                for u in best_of_document(ga, li, doc, p.per_doc):
+                    out.setdefault(int(u), "mention")
+        return {u: kind for u, kind in sorted(out.items()) if ga.comp_ids[u] not in seen}
 
     def _with_partners(
         self, base: list[ScoredNode], li: LateInteraction, top_k: int, p: StrataParams, linked_corpus: bool, trace: Trace,
@@ -216,11 +250,10 @@ class StrataRetriever(Retriever):
                 continue
             a = ga.comp_row[hit.node_id]
             frontier.append(hit.node_id)
-            cands = [u for u, kind in component_neighbours(self.corpus, hit.node_id, li, p.per_doc)
-                     if kind == "doc_link" and ga.comp_ids[u] not in seen]
-            if not cands:
+            kinds = self._partner_candidates(hit.node_id, li, p, seen)
+            if not kinds:
                 continue
-            cand = np.array(cands, dtype=np.int64)
+            cand = np.array(list(kinds), dtype=np.int64)
             edge_scores = np.maximum(best[a][None, :], best[cand]).sum(axis=1)
             gains = edge_scores - best[a].sum()
             order = np.lexsort((cand, -edge_scores))
@@ -229,7 +262,7 @@ class StrataRetriever(Retriever):
                 if placed >= p.partners or len(out) >= top_k:
                     break
                 u = int(cand[j])
-                edge = ScoredEdge(src=hit.node_id, dst=ga.comp_ids[u], edge_kind="doc_link", score=round(float(edge_scores[j]), 4),
+                edge = ScoredEdge(src=hit.node_id, dst=ga.comp_ids[u], edge_kind=kinds[u], score=round(float(edge_scores[j]), 4),
                                   matches=[SubqueryMatch(subquery=q, node_id=li.winner(a if best[a, q] >= best[u, q] else u, q)[0],
                                                          score=round(float(max(best[a, q], best[u, q])), 4)) for q in range(best.shape[1])],
                                   one_sided=bool(gains[j] <= 0))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from backend.retrieval.strata import template_share
+from backend.retrieval.strata import hop_share, template_share
 from backend.types import BeamStep, FuseStep, RankStep, Trace
 from tests.fakes import FILMS, build_corpus, doc_of
 from tests.fakes import FILMS_QUESTION as QUESTION
@@ -42,3 +42,18 @@ def test_linked_corpus_places_the_partner_after_its_anchor(service):
     assert Trace.model_validate_json(trace.model_dump_json()) == trace
     no_walk, _ = _run(service, corpus, QUESTION, 4, {"partners": 0})
     assert "linked from" not in " ".join(h.why for h in no_walk)
+
+
+def test_a_bridge_page_named_in_the_text_is_reached_without_any_pdf_link(service):
+    """No link annotations at all: the anchor names the bridge page's title ("directed by Elena
+    Varga"), and the title hop places that page right after it (edge kind 'mention')."""
+    corpus = build_corpus(service, FILMS)
+    assert hop_share(corpus) > 0, "Moonlit Harbor's paragraph names another document"
+    hits, trace = _run(service, corpus, QUESTION, 4)
+    docs = [doc_of(corpus, h.node_id) for h in hits]
+    assert docs.index("Elena_Varga.pdf") == docs.index("Moonlit_Harbor.pdf") + 1, docs
+    beam = next(s for s in trace.steps if isinstance(s, BeamStep))
+    assert any(e.edge_kind == "mention" and doc_of(corpus, e.dst) == "Elena_Varga.pdf" for e in beam.edges)
+    no_mentions, trace0 = _run(service, corpus, QUESTION, 4, {"mentions": 0})
+    beam0 = next(s for s in trace0.steps if isinstance(s, BeamStep))
+    assert not beam0.edges and "linked from" not in " ".join(h.why for h in no_mentions)

@@ -176,7 +176,7 @@ def component_neighbours(corpus: Corpus, comp_id: str, li: LateInteraction, per_
         if other in ga.comp_row:
             out.setdefault(ga.comp_row[other], edge.kind.value)
         elif node.kind == NodeKind.DOCUMENT:
-            for r in _best_of_doc(ga, li, other, per_doc):
+            for r in best_of_document(ga, li, other, per_doc):
                 out.setdefault(int(r), "doc_link")
         elif node.parent in ga.comp_row:  # a link landing on a subcomponent
             out.setdefault(ga.comp_row[node.parent], edge.kind.value)
@@ -190,7 +190,8 @@ def component_neighbours(corpus: Corpus, comp_id: str, li: LateInteraction, per_
     return sorted(out.items())
 
 
-def _best_of_doc(ga: GraphArrays, li: LateInteraction, doc: str, k: int) -> np.ndarray:
+def best_of_document(ga: GraphArrays, li: LateInteraction, doc: str, k: int) -> np.ndarray:
+    """Rows of a document's `k` best components for this query (all of them when it has at most k)."""
     rows = ga.doc_components.get(doc)
     if rows is None or not len(rows):
         return np.zeros(0, dtype=np.int64)

@@ -1,0 +1,78 @@
+"""Second hops by name: the documents of the corpus whose title a unit's text names.
+
+A bridge question's second document is usually named in the first one's text ("... located at
+Marion, South Australia"), whether or not the PDF carries a link annotation to it. On a
+300-document dev-hotpot-pdf slice (bench/RESULTS.md, issue 10), 9 of the 13 bridge pages the
+page baseline missed had their title written in the other gold page. This module finds such
+mentions with a title index: every document title, and the title without a trailing
+parenthetical qualifier ("122nd Division (Imperial Japanese Army)" -> "122nd Division"),
+matched as a whole run of words that starts with a capital letter or a digit (a title named
+in running text is a proper name). Titles of one short or lower-case word are left out: they
+would match everywhere. Nothing here is tuned on a collection.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+WORD = re.compile(r"\w+", re.UNICODE)
+QUALIFIER = re.compile(r"\s*\([^()]*\)\s*$")
+MAX_TITLE_WORDS = 8  # longer titles (a paper's full title) are not written out in running text
+MIN_SINGLE_WORD_CHARS = 5  # a one-word title ("Paris", "Nokia") must be at least this long
+
+
+@dataclass(frozen=True, slots=True)
+class TitleIndex:
+    """Lower-cased title word tuples -> the documents with that title (several: homonyms)."""
+
+    by_words: dict[tuple[str, ...], tuple[str, ...]]
+    longest: int
+
+    def mentioned(self, text: str, exclude: str | None = None, limit: int = 8) -> list[str]:
+        """Documents whose title `text` names, in order of first mention, at most `limit`;
+        the longest title wins at each position (no match inside a longer one)."""
+        words = [(m.group(0), m.group(0).lower()) for m in WORD.finditer(text)]
+        found: list[str] = []
+        i = 0
+        while i < len(words) and len(found) < limit:
+            step = 1
+            if words[i][0][:1].isupper() or words[i][0][:1].isdigit():
+                for n in range(min(self.longest, len(words) - i), 0, -1):
+                    docs = self.by_words.get(tuple(w for _, w in words[i:i + n]))
+                    if docs:
+                        found.extend(d for d in docs if d != exclude and d not in found)
+                        step = n
+                        break
+            i += step
+        return found[:limit]
+
+
+def _title_forms(title: str) -> set[tuple[str, ...]]:
+    forms = set()
+    for form in {title, QUALIFIER.sub("", title)}:
+        words = tuple(w.lower() for w in WORD.findall(form))
+        if not words or len(words) > MAX_TITLE_WORDS:
+            continue
+        if len(words) == 1 and (len(words[0]) < MIN_SINGLE_WORD_CHARS or words[0].isdigit()):
+            continue
+        forms.add(words)
+    return forms
+
+
+def build_title_index(titles: dict[str, str]) -> TitleIndex:
+    """The index of {document id: title}."""
+    by_words: dict[tuple[str, ...], list[str]] = {}
+    for doc_id, title in titles.items():
+        for form in _title_forms(title or ""):
+            by_words.setdefault(form, []).append(doc_id)
+    return TitleIndex({k: tuple(v) for k, v in by_words.items()}, max((len(k) for k in by_words), default=0))
+
+
+def title_index(corpus) -> TitleIndex:
+    """The corpus's title index, built once per loaded corpus."""
+    return corpus.derived(_corpus_title_index)
+
+
+def _corpus_title_index(corpus) -> TitleIndex:
+    return build_title_index({doc_id: doc.title for doc_id, doc in corpus.documents.items()})

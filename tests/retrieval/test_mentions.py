@@ -1,0 +1,37 @@
+"""The title index behind the second hop by name (backend/retrieval/mentions.py)."""
+
+from __future__ import annotations
+
+from backend.retrieval.mentions import build_title_index
+
+TITLES = {
+    "marion": "Marion, South Australia",
+    "div": "122nd Division (Imperial Japanese Army)",
+    "div2": "122nd Division",
+    "westminster": "Westminster School, Adelaide",
+    "time": "Time",
+    "nokia": "Nokia",
+    "paper": "A very long title of a research paper that nobody writes out in running text",
+}
+
+
+def test_titles_are_found_as_whole_capitalised_word_runs_in_order():
+    index = build_title_index(TITLES)
+    text = "It is located at Marion, South Australia, and was founded by Nokia engineers."
+    assert index.mentioned(text) == ["marion", "nokia"]
+    assert index.mentioned("a marion, south australia suburb") == [], "a title in running text starts with a capital"
+    assert index.mentioned("Nokian tyres") == [], "whole words only"
+
+
+def test_a_qualifier_in_parentheses_is_optional_and_homonyms_are_all_returned():
+    index = build_title_index(TITLES)
+    assert set(index.mentioned("The 122nd Division fought in China.")) == {"div", "div2"}
+    assert index.mentioned("The 122nd Division (Imperial Japanese Army) fought.")[:1] in (["div"], ["div2"])
+
+
+def test_short_or_long_titles_and_the_own_document_are_left_out():
+    index = build_title_index(TITLES)
+    assert index.mentioned("Time passed. Time flies.") == [], "a one-word title under five letters matches everywhere"
+    assert index.mentioned("Westminster School, Adelaide opened in 1961.", exclude="westminster") == []
+    assert index.mentioned("A very long title of a research paper that nobody writes out in running text") == []
+    assert index.mentioned("Nokia, Nokia and Marion, South Australia", limit=1) == ["nokia"]
