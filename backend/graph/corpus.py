@@ -200,7 +200,7 @@ class Corpus:
         """The value `build(self)`, computed once per loaded corpus and shared by every session.
 
         For arrays and figures strategies derive from the corpus (late-interaction row maps,
-        template share, link share): the corpus is read-only once loaded, so a value never goes
+        template share, hop share): the corpus is read-only once loaded, so a value never goes
         stale. The lock makes concurrent first calls build it once; it is re-entrant, so a
         builder may ask for another derived value. Keyed by the builder function itself.
         """
