@@ -22,6 +22,8 @@ from pathlib import Path
 import numpy as np
 import pymupdf
 
+from backend.ingest.extract import PageBounds, PageCoster
+
 log = logging.getLogger(__name__)
 
 KINDS = ("text", "tables", "ocr")
@@ -55,7 +57,14 @@ class PageMix:
         return PageMix(self.text + other.text, self.tables + other.tables, self.ocr + other.ocr)
 
 
-def _page_kind(page: pymupdf.Page) -> str:
+def _page_kind(page: pymupdf.Page, coster: PageCoster) -> str:
+    """The page's kind, looked at only when its counted cost is within the parser's bounds: this
+    runs in the server or the ingest parent, outside the parse worker's memory and time limits,
+    so a page the worker would degrade (an XObject fan-out, a decompression or drawing bomb) is
+    sorted by its counts alone and never run (a fan-out page took 280 s and 13 GiB here)."""
+    plan = coster.plan(page)
+    if not plan.graphics or plan.text_top_level_only or not plan.text:
+        return "text"
     if not page.get_text("text").strip():
         return "ocr" if page.get_images() else "text"
     edges = 0
@@ -77,10 +86,11 @@ def page_mix(pdf: pymupdf.Document, sample: int = SAMPLE_PAGES) -> PageMix:
         return PageMix()
     picks = sorted({round(i * (n - 1) / max(1, min(sample, n) - 1)) for i in range(min(sample, n))})
     seen = {k: 0 for k in KINDS}
+    coster = PageCoster(pdf, PageBounds())
     for i in picks:
         try:
-            seen[_page_kind(pdf.load_page(i))] += 1
-        except (RuntimeError, ValueError) as exc:  # a damaged page: counted as text, the ingest reports it
+            seen[_page_kind(pdf.load_page(i), coster)] += 1
+        except (RuntimeError, ValueError, pymupdf.mupdf.FzErrorBase) as exc:  # a damaged page: counted as text
             log.debug("page %d could not be sorted for the estimate: %s", i + 1, exc)
             seen["text"] += 1
     tables = round(seen["tables"] * n / len(picks))

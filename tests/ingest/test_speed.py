@@ -36,6 +36,30 @@ def test_page_mix_sorts_pages_by_what_drives_their_cost(tmp_path):
         assert page_mix(pdf) == PageMix(text=1, tables=1, ocr=1)
 
 
+def test_page_mix_never_runs_a_page_the_parser_would_bound(tmp_path, monkeypatch):
+    """page_mix runs in the server (the estimate) and the ingest parent, outside the parse
+    worker's limits: an XObject fan-out page (10^7 form draws) used to be run by get_text there
+    (280 s, 13 GiB). It is sorted by its counts alone; an ordinary page is still looked at."""
+    from bench import hostile
+
+    bomb = hostile.fanout_bomb(tmp_path / "fanout.pdf", levels=7)
+    ran: list[int] = []
+    real = pymupdf.Page.get_text
+
+    def watched(page, *args, **kwargs):
+        ran.append(page.number)
+        return real(page, *args, **kwargs)
+
+    monkeypatch.setattr(pymupdf.Page, "get_text", watched)
+    with pymupdf.open(bomb) as pdf:
+        assert page_mix(pdf) == PageMix(text=1)
+    assert ran == [], "the fan-out page was run outside the parse worker"
+    _three_kinds_pdf(tmp_path / "kinds.pdf")
+    with pymupdf.open(tmp_path / "kinds.pdf") as pdf:
+        page_mix(pdf)
+    assert ran, "ordinary pages are looked at"
+
+
 def test_page_mix_scales_a_sample_to_the_whole_file(tmp_path):
     path = tmp_path / "long.pdf"
     with pymupdf.open() as pdf:
