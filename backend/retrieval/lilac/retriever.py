@@ -33,7 +33,7 @@ from backend.graph.corpus import Corpus
 from backend.llm.base import LLMBackend
 from backend.retrieval.base import Retriever, StrategyParams, param, register
 from backend.retrieval.lilac.tasks import DECOMPOSE, DecomposePayload
-from backend.retrieval.scoring import QueryScores, top_rows
+from backend.retrieval.scoring import QueryScores, reciprocal_rank_fusion, top_rows
 from backend.types import (
     BeamStep,
     DecomposeStep,
@@ -50,6 +50,8 @@ from backend.types import (
 NAV_EDGES = (EdgeKind.NEXT, EdgeKind.XREF, EdgeKind.CAPTION, EdgeKind.LINK)
 MODALITY_KIND = {"table": NodeKind.ROW, "figure": NodeKind.OBJECT}
 TRACE_EDGES = 400
+PARTNER_WHY = "doc_link partner"
+SEED_RRF_K = 10
 
 
 def decompose(llm: LLMBackend, question: str) -> tuple[list[SubQuery], str]:
@@ -190,6 +192,25 @@ def component_neighbours(corpus: Corpus, comp_id: str, li: LateInteraction, per_
     return sorted(out.items())
 
 
+def _fused_with_seeds(ranked: list[ScoredNode], seeds: list[str], weight: float) -> list[ScoredNode]:
+    """The edge order fused by reciprocal rank (k=10) with the seed order (component hybrid), so
+    the late interaction cannot push the whole question's best matches far down; a partner
+    reached over a document link keeps its place right after its anchor."""
+    main: list[ScoredNode] = []
+    partners: dict[str, list[ScoredNode]] = {}
+    for hit in ranked:
+        if hit.why == PARTNER_WHY and main:
+            partners.setdefault(main[-1].node_id, []).append(hit)
+        else:
+            main.append(hit)
+    fused = reciprocal_rank_fusion((([h.node_id for h in main], 1.0), (seeds, weight)), SEED_RRF_K)
+    out: list[ScoredNode] = []
+    for hit in sorted(main, key=lambda h: (-fused[h.node_id], h.node_id)):
+        score = round(fused[hit.node_id], 6)
+        out += [h.model_copy(update={"score": score}) for h in [hit, *partners.get(hit.node_id, [])]]
+    return out
+
+
 def best_of_document(ga: GraphArrays, li: LateInteraction, doc: str, k: int) -> np.ndarray:
     """Rows of a document's `k` best components for this query (all of them when it has at most k)."""
     rows = ga.doc_components.get(doc)
@@ -209,6 +230,7 @@ class LILaCParams(StrategyParams):
     modality_bonus: float = param(0.05, 0.0, 0.5, "Bonus for subcomponents of the subquery's modality (row: table, object: figure).")
     granularity: float = param(0.5, 0.0, 1.0, "Weight of the best subcomponent against the component's own match in sim(q, C).")
     partners: int = param(1, 0, 10, "Linked documents' components returned right after their anchor even when one-sided (0: paper's rule).")
+    seed_weight: float = param(1.0, 0.0, 5.0, "Weight of the seed (hybrid) order fused with the edge order by reciprocal rank (0: the paper's edge order alone).")
     margin: float = param(0.0, 0.0, 1.0, "One-sided match: an endpoint whose gain to the edge score is at most this is left out (0: exact).")
 
 
@@ -268,7 +290,11 @@ class LILaCRetriever(Retriever):
             frontier = sorted(n for n in kept_nodes if n not in expanded)
             if not frontier:
                 break
-        return self._results(li, seeds, scored, kinds, top_k, p)
+        if p.seed_weight <= 0:
+            return self._results(li, seeds, scored, kinds, top_k, p)
+        # The whole edge order, fused, then cut: a larger k extends the same ranking.
+        whole = self._results(li, seeds, scored, kinds, 2 * len(scored) + len(seeds), p)
+        return _fused_with_seeds(whole, [ga.comp_ids[i] for i in seeds], p.seed_weight)[:top_k]
 
     def _expand(
         self, li: LateInteraction, frontier: list[int], expanded: set[int], scored: dict[EdgeKey, float],
@@ -331,11 +357,13 @@ class LILaCRetriever(Retriever):
                 if partners.get(anchor, 0) < p.partners and other not in seen:
                     partners[anchor] = partners.get(anchor, 0) + 1
                     ends = [anchor, other]
-                    why = "doc_link partner"
             for n in ends:
                 if n not in seen and len(out) < top_k:
                     seen.add(n)
-                    out.append(ScoredNode(node_id=ga.comp_ids[n], score=round(s, 6), why=why))
+                    # The second end of a hop between documents stays attached to the first
+                    # (_fused_with_seeds moves the pair together).
+                    placed_why = PARTNER_WHY if kinds[key] == "doc_link" and len(ends) == 2 and n == ends[1] else why
+                    out.append(ScoredNode(node_id=ga.comp_ids[n], score=round(s, 6), why=placed_why))
         floor = out[-1].score if out else 0.0
         for i in seeds:  # seeds never reached by a kept edge, below every edge
             if len(out) >= top_k:
