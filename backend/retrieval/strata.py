@@ -213,15 +213,20 @@ class StrataRetriever(Retriever):
                            weights={"hikey": 1.0, flat_cls.name: flat_weight, "rrf_k": float(RRF_K)}))
         return base
 
-    def _partner_candidates(self, node_id: str, li: LateInteraction, p: StrataParams, seen: set[str]) -> dict[int, str]:
+    def _partner_candidates(
+        self, node_id: str, li: LateInteraction, p: StrataParams, seen: set[str], linked_corpus: bool
+    ) -> dict[int, str]:
         """Component rows one hop from a component into another document, with how: a PDF link
-        between the documents ("doc_link"), or the other document's title named in this
-        component's text ("mention"; its `per_doc` best components for the question)."""
+        between the documents ("doc_link"), or, in a corpus where hops are common, the other
+        document's title named in this component's text ("mention"; its `per_doc` best
+        components for the question). Where units rarely name another document a name is
+        incidental, not a hop: filings naming another company cost dev-docugami-10q tune R@5
+        0.812 -> 0.781."""
         ga = li.arrays
         out: dict[int, str] = {}
         if p.links:
             out = {u: kind for u, kind in component_neighbours(self.corpus, node_id, li, p.per_doc) if kind == "doc_link"}
-        if p.mentions:
+        if p.mentions and linked_corpus:
             node = self.corpus.nodes[node_id]
             for doc in title_index(self.corpus).mentioned(node.text, exclude=node.doc):
                 for u in best_of_document(ga, li, doc, p.per_doc):
@@ -250,7 +255,7 @@ class StrataRetriever(Retriever):
                 continue
             a = ga.comp_row[hit.node_id]
             frontier.append(hit.node_id)
-            kinds = self._partner_candidates(hit.node_id, li, p, seen)
+            kinds = self._partner_candidates(hit.node_id, li, p, seen, linked_corpus)
             if not kinds:
                 continue
             cand = np.array(list(kinds), dtype=np.int64)

@@ -57,3 +57,16 @@ def test_a_bridge_page_named_in_the_text_is_reached_without_any_pdf_link(service
     no_mentions, trace0 = _run(service, corpus, QUESTION, 4, {"mentions": 0})
     beam0 = next(s for s in trace0.steps if isinstance(s, BeamStep))
     assert not beam0.edges and "linked from" not in " ".join(h.why for h in no_mentions)
+
+
+def test_where_units_rarely_name_another_document_a_name_is_not_a_hop(service):
+    """The same anchor in a corpus of separate reports (hop share under the threshold): its
+    mention of another title is incidental and earns no partner."""
+    filler = {f"Report_{i:02d}.pdf": [f"Report {i} covers quarterly revenue of plant {i}.",
+                                      f"Costs at plant {i} rose with energy prices.",
+                                      f"Plant {i} staff numbers were unchanged."] for i in range(20)}
+    corpus = build_corpus(service, {**FILMS, **filler})
+    assert hop_share(corpus) < 0.1
+    hits, trace = _run(service, corpus, QUESTION, 4)
+    beam = next(s for s in trace.steps if isinstance(s, BeamStep))
+    assert not any(e.edge_kind == "mention" for e in beam.edges)
