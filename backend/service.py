@@ -196,7 +196,8 @@ class Service:
         with lock:
             store = self._store(key, create=True)
             try:
-                report = Ingestor(self.settings, self.encoders, self.image_encoder).ingest(
+                # The models load after the first file parses (Ingestor), not before.
+                report = Ingestor(self.settings, lambda: self.encoders, lambda: self.image_encoder).ingest(
                     store, [Path(f) for f in files], progress, display_names
                 )
             finally:

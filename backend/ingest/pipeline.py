@@ -5,6 +5,7 @@ fails is recorded in the report and the batch goes on; the workspace keeps every
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections import Counter, defaultdict
@@ -131,11 +132,16 @@ class PrefetchingParser:
 
 class Ingestor:
     def __init__(
-        self, settings: Settings, encoders: EncoderSet, image_encoder: ImageEncoder | None = None, *, derive_parents: bool | None = None
+        self, settings: Settings, encoders: EncoderSet | Callable[[], EncoderSet],
+        image_encoder: ImageEncoder | None | Callable[[], ImageEncoder | None] = None, *, derive_parents: bool | None = None
     ) -> None:
+        """encoders / image_encoder: the models, or functions that load them. A function is called
+        once, after the batch's first file has parsed: the parse worker's memory share is what the
+        parent leaves, and a batch whose files all fail never loads a model."""
         self._settings = settings
-        self._encoders = encoders
-        self._image_encoder = image_encoder  # None: figures are represented by their text only
+        self._encoder_source = encoders
+        self._image_source = image_encoder  # None: figures are represented by their text only
+        self._checked: set[int] = set()  # stores whose encoder signatures were checked this run
         self._derive_parents = settings.index.derive_parents if derive_parents is None else derive_parents
         self.timings: defaultdict[str, float] = defaultdict(float)  # seconds per stage over this Ingestor's files
         self.encoded: Counter[str] = Counter()  # texts encoded per encoder name
@@ -148,8 +154,7 @@ class Ingestor:
         display_names: list[str] | None = None,
     ) -> IngestReport:
         emit = progress or (lambda ev: None)
-        store.check_encoders(self._encoders.signature)
-        store.check_image_encoder(self._image_encoder.name if self._image_encoder is not None else None)
+        self._checked.discard(id(store))
         reports: list[FileReport] = []
         # Names as the user gave them, made valid Unicode (a non-UTF-8 name would break JSON);
         # log lines escape them further (log_name).
@@ -176,6 +181,24 @@ class Ingestor:
             if existing is not None and existing.parser_version == PARSER_VERSION:
                 continue
             worker.start(path, store.root / "crops", name, _parse_progress(name, emit))
+
+    @functools.cached_property
+    def _encoders(self) -> EncoderSet:
+        source = self._encoder_source
+        return source if isinstance(source, EncoderSet) else source()
+
+    @functools.cached_property
+    def _image_encoder(self) -> ImageEncoder | None:
+        source = self._image_source
+        return source() if callable(source) and not hasattr(source, "name") else source
+
+    def _check_store(self, store: WorkspaceStore) -> None:
+        """Refuse (WorkspaceError, the whole batch) a workspace built with other encoders; once
+        per ingest call, before the first vector is written."""
+        if id(store) not in self._checked:
+            store.check_encoders(self._encoders.signature)
+            store.check_image_encoder(self._image_encoder.name if self._image_encoder is not None else None)
+            self._checked.add(id(store))
 
     def _ingest_or_fail(
         self, store: WorkspaceStore, worker: PrefetchingParser, path: Path, name: str, emit: ProgressSink,
@@ -218,6 +241,7 @@ class Ingestor:
             after_parse()  # the worker is free: it parses the next file while this one is encoded
         for stage, seconds in parsed.stage_seconds.items():
             self.timings[f"parse: {stage}"] += seconds
+        self._check_store(store)
         embeddings = self._encode(parsed, name, emit)
         parsed, entity_extractor = self._add_entities(parsed, embeddings, name, emit)
         emit(ProgressEvent(stage="store", doc=name, done=0, total=1))

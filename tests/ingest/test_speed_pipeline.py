@@ -124,3 +124,31 @@ def test_a_failed_prefetch_for_a_skipped_file_does_not_leak(tmp_path):
     assert doc.document.pages >= 1
     with pymupdf.open(SAMPLE / "policy_brief.pdf") as pdf:
         assert doc.document.pages == pdf.page_count
+
+
+def test_models_load_after_the_first_file_parses_and_never_for_a_batch_that_all_fails(tmp_path, fast_encoders):
+    """The parse worker's memory share is what the parent leaves: the encoders load once, after
+    the first file has parsed (a file that failed before it does not load them)."""
+    bad = tmp_path / "bad.pdf"
+    bad.write_bytes(b"not a pdf at all")
+    calls: list[int] = []
+    events: list = []
+
+    def load() -> EncoderSet:
+        calls.append(len(events))
+        return fast_encoders
+
+    settings = Settings(workspace_root=tmp_path / "root", load_sample=False)
+    store = WorkspaceStore(tmp_path / "root" / "ws", create=True)
+    try:
+        report = pipeline.Ingestor(settings, load).ingest(store, [bad, bad], progress=events.append)
+        assert [f.status for f in report.files] == ["failed", "failed"] and calls == []
+        report = pipeline.Ingestor(settings, load).ingest(store, [bad, SAMPLE / "cool_streets_report.pdf", SAMPLE / "data_annex.pdf"],
+                                                       progress=events.append)
+    finally:
+        store.close()
+    assert [f.status for f in report.files] == ["failed", "ingested", "ingested"]
+    assert len(calls) == 1, "loaded once per ingest"
+    before = events[: calls[0]]
+    assert any(e.doc == "cool_streets_report.pdf" and e.stage not in ("open",) for e in before), "after the first parse"
+    assert not any(e.stage == "encode" for e in before)
