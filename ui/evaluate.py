@@ -283,8 +283,12 @@ def build(service: Service, workspace: gr.State, session_settings: gr.State) -> 
         )
 
     upload.upload(unpack, inputs=[upload, workspace, uploaded_state], outputs=[bench, upload_status, uploaded_state], api_visibility="private")
+    # In the run's concurrency group, in arrival order: a note computed before a run's ingest
+    # could otherwise land after the run's own note and show the collection as not ingested
+    # (seen as a flaky browser test under a two-core load).
     for event in (tab.select, bench.change):
-        event(show_ingest_note, inputs=[bench, workspace], outputs=[ingest_info], show_progress="hidden", **PRIVATE)
+        event(show_ingest_note, inputs=[bench, workspace], outputs=[ingest_info], show_progress="hidden",
+              concurrency_limit=1, concurrency_id="evaluate", **PRIVATE)
     # The placeholder goes before the run starts, so the progress bar covers an empty box.
     run_button.click(lambda: RUNNING, outputs=[status], queue=False, **PRIVATE).then(
         run, inputs=[workspace, session_settings, bench, methods, limit, breakdown_by],
