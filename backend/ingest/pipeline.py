@@ -141,7 +141,7 @@ class Ingestor:
         self._settings = settings
         self._encoder_source = encoders
         self._image_source = image_encoder  # None: figures are represented by their text only
-        self._checked: set[int] = set()  # stores whose encoder signatures were checked this run
+        self._store_checked = False  # the store's encoder signatures, once per ingest call
         self._derive_parents = settings.index.derive_parents if derive_parents is None else derive_parents
         self.timings: defaultdict[str, float] = defaultdict(float)  # seconds per stage over this Ingestor's files
         self.encoded: Counter[str] = Counter()  # texts encoded per encoder name
@@ -154,7 +154,7 @@ class Ingestor:
         display_names: list[str] | None = None,
     ) -> IngestReport:
         emit = progress or (lambda ev: None)
-        self._checked.discard(id(store))
+        self._store_checked = False
         reports: list[FileReport] = []
         # Names as the user gave them, made valid Unicode (a non-UTF-8 name would break JSON);
         # log lines escape them further (log_name).
@@ -182,23 +182,22 @@ class Ingestor:
                 continue
             worker.start(path, store.root / "crops", name, _parse_progress(name, emit))
 
+    # Encoders are not callable, so a callable source is a loader.
     @functools.cached_property
     def _encoders(self) -> EncoderSet:
-        source = self._encoder_source
-        return source if isinstance(source, EncoderSet) else source()
+        return self._encoder_source() if callable(self._encoder_source) else self._encoder_source
 
     @functools.cached_property
     def _image_encoder(self) -> ImageEncoder | None:
-        source = self._image_source
-        return source() if callable(source) and not hasattr(source, "name") else source
+        return self._image_source() if callable(self._image_source) else self._image_source
 
     def _check_store(self, store: WorkspaceStore) -> None:
         """Refuse (WorkspaceError, the whole batch) a workspace built with other encoders; once
         per ingest call, before the first vector is written."""
-        if id(store) not in self._checked:
+        if not self._store_checked:
             store.check_encoders(self._encoders.signature)
             store.check_image_encoder(self._image_encoder.name if self._image_encoder is not None else None)
-            self._checked.add(id(store))
+            self._store_checked = True
 
     def _ingest_or_fail(
         self, store: WorkspaceStore, worker: PrefetchingParser, path: Path, name: str, emit: ProgressSink,
