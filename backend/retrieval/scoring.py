@@ -8,7 +8,7 @@ What it does not do: read a corpus or an encoder beyond the layer handed in (str
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -70,6 +70,40 @@ def reciprocal_rank_fusion(rankings: Iterable[tuple[Sequence[str], float]], k: i
         for rank, node_id in enumerate(ids, start=1):
             total[node_id] = total.get(node_id, 0.0) + weight / (k + rank)
     return total
+
+
+SEED_RRF_K = 10
+
+
+def fused_with_seeds(
+    ranked: list[ScoredNode], seeds: Sequence[str], weight: float, follows: Callable[[ScoredNode], bool] | None = None,
+    seed_why: str | None = None,
+) -> list[ScoredNode]:
+    """A graph strategy's ranking fused by reciprocal rank (k=10) with the seed ranking it started
+    from (the whole question's component hybrid), weighted `weight` against 1 for `ranked`: a
+    traversal may add what the seeds miss, but cannot push the question's best direct matches far
+    down. follows(hit): the hit belongs right after the one before it (a partner reached over a
+    link between documents keeps its place after its anchor and is not ranked on its own).
+    seed_why: seeds missing from `ranked` join it with this reason (None: they are left out).
+    Scores are the fused sums; weight <= 0 returns `ranked` unchanged."""
+    if weight <= 0:
+        return list(ranked)
+    main: list[ScoredNode] = []
+    partners: dict[str, list[ScoredNode]] = {}
+    for hit in ranked:
+        if follows is not None and main and follows(hit):
+            partners.setdefault(main[-1].node_id, []).append(hit)
+        else:
+            main.append(hit)
+    fused = reciprocal_rank_fusion((([h.node_id for h in main], 1.0), (seeds, weight)), SEED_RRF_K)
+    if seed_why is not None:
+        present = {h.node_id for h in ranked}
+        main += [ScoredNode(node_id=s, score=0.0, why=seed_why) for s in dict.fromkeys(seeds) if s not in present]
+    out: list[ScoredNode] = []
+    for hit in sorted(main, key=lambda h: (-fused[h.node_id], h.node_id)):
+        score = round(fused[hit.node_id], 6)
+        out += [h.model_copy(update={"score": score}) for h in [hit, *partners.get(hit.node_id, [])]]
+    return out
 
 
 def _vec_key(vec: np.ndarray) -> bytes:

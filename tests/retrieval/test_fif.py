@@ -309,3 +309,22 @@ def test_fif_is_registered_with_bounded_parameters():
     names = {p.name for p in FiFRetriever.params}
     assert {"max_steps", "max_llm_calls"} <= names
     assert FiFRetriever.name == "fif"
+
+
+def test_seed_weight_fuses_the_whole_questions_best_components_into_the_rerank(service, trap):
+    """seed_weight > 0: the reranked memory is fused with the whole question's hybrid ranking, so
+    a component the tight traversal never kept still gets in (with its reason), nothing the agent
+    found is lost, and the stop step says so; 0 is the paper's rerank alone. With seed_open (the
+    default) a traversal that answered every subquery, as here, keeps its own order."""
+    from backend.retrieval.fif.agent import SEED_WHY
+
+    alone, trace0 = _run(service, trap, TRAP_QUESTION, {**TIGHT, "seed_weight": 0.0}, top_k=20)
+    trusted, _ = _run(service, trap, TRAP_QUESTION, {**TIGHT, "seed_weight": 1.0, "seed_open": 1}, top_k=20)
+    assert trusted == alone
+    fused, trace1 = _run(service, trap, TRAP_QUESTION, {**TIGHT, "seed_weight": 1.0, "seed_open": 0}, top_k=20)
+    assert SEED_WHY not in {h.why for h in alone}
+    assert {h.node_id for h in alone} < {h.node_id for h in fused}
+    assert any(h.why == SEED_WHY for h in fused)
+    assert [h.score for h in fused] == sorted((h.score for h in fused), reverse=True)
+    stop0, stop1 = _agent(trace0)[-1], _agent(trace1)[-1]
+    assert "seeds" not in stop0.reason and "fused with the question's seeds (weight 1)" in stop1.reason

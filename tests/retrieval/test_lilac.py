@@ -125,7 +125,8 @@ def test_the_edge_order_is_fused_with_the_seed_order_and_hops_stay_with_their_an
     """Late interaction on sentence vectors can push the whole question's best match down
     (bench/RESULTS.md, issue 10); fused by reciprocal rank with the seed (hybrid) order it stays
     near the top, and a document-link partner keeps its place right after its anchor."""
-    from backend.retrieval.lilac.retriever import PARTNER_WHY, _fused_with_seeds
+    from backend.retrieval.lilac.retriever import PARTNER_WHY
+    from backend.retrieval.scoring import fused_with_seeds
     from backend.types import ScoredNode
 
     edge_order = [ScoredNode(node_id="a", score=3.0, why="xref edge"),
@@ -133,7 +134,8 @@ def test_the_edge_order_is_fused_with_the_seed_order_and_hops_stay_with_their_an
                   ScoredNode(node_id="b-partner", score=2.9, why=PARTNER_WHY),
                   ScoredNode(node_id="c", score=2.0, why="next edge"),
                   ScoredNode(node_id="best-seed", score=1.0, why="seed")]
-    fused = [h.node_id for h in _fused_with_seeds(edge_order, ["best-seed", "b", "c", "a"], 1.0)]
+    fused = [h.node_id for h in fused_with_seeds(edge_order, ["best-seed", "b", "c", "a"], 1.0,
+                                                      lambda h: h.why == PARTNER_WHY)]
     assert fused.index("best-seed") < fused.index("c"), "the best seed no longer comes last"
     assert fused.index("b-partner") == fused.index("b") + 1, fused
     assert sorted(fused) == sorted(h.node_id for h in edge_order)

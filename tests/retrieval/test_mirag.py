@@ -112,6 +112,22 @@ def test_the_second_iteration_finds_what_the_first_missed(film_corpus, service):
     assert set(fuse.weights) == set(fuse.inputs) and len(fuse.inputs) == 1 + len(second.queries)
 
 
+def test_seed_weight_fuses_the_questions_hybrid_ranking_and_shows_it_in_the_fuse_step(film_corpus, service):
+    """seed_weight > 0 (off by default: it lowered the summed tune R@5, bench/RESULTS.md) fuses the
+    iterations' ranking with the whole question's hybrid components; the fuse step lists the seeds
+    as one more input with its weight."""
+    from backend.retrieval.mirag.retriever import SEED_LABEL
+
+    plain, plain_trace = _run(film_corpus, service, SMALL, top_k=10)
+    seeded, trace = _run(film_corpus, service, {**SMALL, "seed_weight": 2.0}, top_k=10)
+    fuse = next(s for s in trace.steps if isinstance(s, FuseStep))
+    assert fuse.weights[SEED_LABEL] == 2.0 and fuse.inputs[SEED_LABEL]
+    assert SEED_LABEL not in next(s for s in plain_trace.steps if isinstance(s, FuseStep)).inputs
+    flat = [h.node_id for h in service.retriever("hybrid", film_corpus).retrieve(QUESTION, 1, {}, Trace(method="hybrid"))]
+    assert seeded[0].node_id == flat[0], "the question's best direct match leads once the seeds weigh twice"
+    assert [h.score for h in seeded] == sorted((h.score for h in seeded), reverse=True)
+
+
 def test_one_iteration_or_a_flat_search_misses_the_bridge_page(film_corpus, service):
     director = _paragraph_of(film_corpus, "maren_oduya.pdf", "Port Selwyn")
     hits, trace = _run(film_corpus, service, {**SMALL, "iterations": 1})

@@ -134,3 +134,21 @@ def test_many_sessions_asking_at_once_get_what_one_session_gets(service):
     for t in threads:
         t.join()
     assert len(got) == 9 and all(ids == serial[q] for q, ids in got)
+
+
+def test_fused_with_seeds_adds_missing_seeds_on_their_rank_and_leaves_weight_zero_alone():
+    """A graph strategy's order fused with its seeds: the best seed the traversal never kept joins
+    near the top (seed_why given), a seed missing without seed_why is left out, and weight 0 is the
+    strategy's own order, unchanged."""
+    from backend.retrieval.scoring import fused_with_seeds
+    from backend.types import ScoredNode
+
+    ranked = [ScoredNode(node_id=n, score=s, why="hop") for n, s in (("a", 0.9), ("b", 0.8), ("c", 0.7), ("d", 0.6))]
+    seeds = ["s", "c", "a"]
+    assert fused_with_seeds(ranked, seeds, 0.0, seed_why="seed") == ranked
+    with_seed = fused_with_seeds(ranked, seeds, 1.0, seed_why="seed")
+    ids = [h.node_id for h in with_seed]
+    assert ids[:2] == ["a", "c"], ids  # in both lists
+    assert ids.index("s") < ids.index("b") and with_seed[ids.index("s")].why == "seed"
+    assert [h.score for h in with_seed] == sorted((h.score for h in with_seed), reverse=True)
+    assert "s" not in [h.node_id for h in fused_with_seeds(ranked, seeds, 1.0)]

@@ -26,11 +26,12 @@ from backend.retrieval.fif.memory import (
     strategy_of,
 )
 from backend.retrieval.fif.scores import QuestionScores
-from backend.retrieval.scoring import order_rows
+from backend.retrieval.scoring import fused_with_seeds, order_rows, top_rows
 from backend.types import AgentStep, DecomposeStep, ScoredNode, Strategy, SubQuery, Trace
 
 log = logging.getLogger(__name__)
 
+SEED_WHY = "seed: the whole question's hybrid match"
 Usage = tuple[int, int, float]  # (calls, tokens, seconds) of the LLM at a moment
 
 
@@ -301,14 +302,34 @@ class FiFAgent:
         for i in ranked + rest:
             ceiling = min(ceiling, scores.get(i, cands[i].score))
             results.append(ScoredNode(node_id=ids[i], score=round(ceiling, 6), why=_why(found_by[ids[i]])))
+        weight = self._seed_weight(memory)
+        if weight > 0:
+            results = self._with_seeds(memory, results, weight)
         results = results[:top_k]
         answered = sum(s.status == "answered" for s in memory.subqueries)
         trace.add(AgentStep(
             step=memory.steps + 1, action="stop", outcome="stopped", found=results[:FOUND_IN_TRACE],
-            reason=f"{reason}; {answered}/{len(memory.subqueries)} subqueries answered; reranked {len(ids)} units",
+            reason=f"{reason}; {answered}/{len(memory.subqueries)} subqueries answered; reranked {len(ids)} units"
+                   + (f", fused with the question's seeds (weight {weight:g})" if weight > 0 else ""),
             **self._cost(usage0),
         ))
         return results
+
+    def _seed_weight(self, memory: Memory) -> float:
+        """seed_weight, times the share of subqueries left unanswered when seed_open is set: a
+        traversal that answered every subquery is trusted as it is."""
+        if not self.cfg.seed_open:
+            return self.cfg.seed_weight
+        subs = memory.subqueries
+        unanswered = sum(s.status != "answered" for s in subs) / len(subs) if subs else 1.0
+        return round(self.cfg.seed_weight * unanswered, 6)
+
+    def _with_seeds(self, memory: Memory, results: list[ScoredNode], weight: float) -> list[ScoredNode]:
+        """The reranked memory fused with the whole question's best components (the seeds a hop
+        starts from): a seed the agent never kept still gets in, on its rank."""
+        whole = self.scores.comp_scores(memory.query, 0)
+        seeds = [self.view.comp_ids[r] for r in top_rows(whole, self.cfg.shortlist)]
+        return fused_with_seeds(results, seeds, weight, seed_why=SEED_WHY)
 
     def _rerank_candidates(self, query: str, ids: list[str], found_by: dict[str, list[T.FoundBy]]) -> list[T.RerankCandidate]:
         corpus, view = self.corpus, self.view

@@ -123,6 +123,12 @@ class FiFParams(StrategyParams):
     min_coverage: float = param(0.5, 0.0, 1.0, "Evaluator: share of a subquery's non-entity words the evidence must contain.")
     min_score: float = param(0.3, 0.0, 1.0, "Evaluator: lowest normalised score of a unit that can count as evidence.")
     hop_weight: float = param(0.5, 0.0, 1.0, "Reranker: weight of the hops' credit against relevance to the query.")
+    seed_weight: float = param(
+        2.0, 0.0, 5.0,
+        "Weight of the whole question's component ranking (hybrid, top `shortlist`) fused by reciprocal rank with the "
+        "reranked memory (0: the paper's rerank alone; 2 with seed_open: best summed R@5 on the dev tune halves).",
+    )
+    seed_open: int = param(1, 0, 1, "1: the seed weight is scaled by the share of subqueries the agent left unanswered (0: always the full weight).", ui=False)
 
 
 # ---------------------------------------------------------------- memory

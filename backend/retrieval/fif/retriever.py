@@ -3,7 +3,10 @@ summaries / components / subcomponents) under history-aware backtracking.
 
 Memory M_t = (query, subquery list with statuses, action history). Each turn the orchestrator
 chooses TRAVERSE(anchor documents, subquery, strategy), PLAN or STOP; STOP reranks every unit in
-memory against the original query. A traverse runs the document-level traverser (local hop:
+memory against the original query, and (seed_weight > 0, not in the paper) fuses that order by
+reciprocal rank with the whole question's hybrid component ranking: the agent's hops add what
+the direct match misses, but a dead-end traversal cannot drop the question's best direct
+matches (issue 10: below hybrid on dev-tatqa-pdf and dev-mmlongbench without it). A traverse runs the document-level traverser (local hop:
 the documents the anchor's components link to or are linked from; global hop: every document
 summary), then the component-level traverser inside the chosen documents; the strategy tuple
 sets the hop scope, the vector granularity g (0: the node's own vector, 1: max over its

@@ -33,7 +33,7 @@ from backend.graph.corpus import Corpus
 from backend.llm.base import LLMBackend
 from backend.retrieval.base import Retriever, StrategyParams, param, register
 from backend.retrieval.lilac.tasks import DECOMPOSE, DecomposePayload
-from backend.retrieval.scoring import QueryScores, reciprocal_rank_fusion, top_rows
+from backend.retrieval.scoring import QueryScores, fused_with_seeds, top_rows
 from backend.types import (
     BeamStep,
     DecomposeStep,
@@ -51,7 +51,6 @@ NAV_EDGES = (EdgeKind.NEXT, EdgeKind.XREF, EdgeKind.CAPTION, EdgeKind.LINK)
 MODALITY_KIND = {"table": NodeKind.ROW, "figure": NodeKind.OBJECT}
 TRACE_EDGES = 400
 PARTNER_WHY = "doc_link partner"
-SEED_RRF_K = 10
 
 
 def decompose(llm: LLMBackend, question: str) -> tuple[list[SubQuery], str]:
@@ -192,25 +191,6 @@ def component_neighbours(corpus: Corpus, comp_id: str, li: LateInteraction, per_
     return sorted(out.items())
 
 
-def _fused_with_seeds(ranked: list[ScoredNode], seeds: list[str], weight: float) -> list[ScoredNode]:
-    """The edge order fused by reciprocal rank (k=10) with the seed order (component hybrid), so
-    the late interaction cannot push the whole question's best matches far down; a partner
-    reached over a document link keeps its place right after its anchor."""
-    main: list[ScoredNode] = []
-    partners: dict[str, list[ScoredNode]] = {}
-    for hit in ranked:
-        if hit.why == PARTNER_WHY and main:
-            partners.setdefault(main[-1].node_id, []).append(hit)
-        else:
-            main.append(hit)
-    fused = reciprocal_rank_fusion((([h.node_id for h in main], 1.0), (seeds, weight)), SEED_RRF_K)
-    out: list[ScoredNode] = []
-    for hit in sorted(main, key=lambda h: (-fused[h.node_id], h.node_id)):
-        score = round(fused[hit.node_id], 6)
-        out += [h.model_copy(update={"score": score}) for h in [hit, *partners.get(hit.node_id, [])]]
-    return out
-
-
 def best_of_document(ga: GraphArrays, li: LateInteraction, doc: str, k: int) -> np.ndarray:
     """Rows of a document's `k` best components for this query (all of them when it has at most k)."""
     rows = ga.doc_components.get(doc)
@@ -294,7 +274,7 @@ class LILaCRetriever(Retriever):
             return self._results(li, seeds, scored, kinds, top_k, p)
         # The whole edge order, fused, then cut: a larger k extends the same ranking.
         whole = self._results(li, seeds, scored, kinds, 2 * len(scored) + len(seeds), p)
-        return _fused_with_seeds(whole, [ga.comp_ids[i] for i in seeds], p.seed_weight)[:top_k]
+        return fused_with_seeds(whole, [ga.comp_ids[i] for i in seeds], p.seed_weight, lambda h: h.why == PARTNER_WHY)[:top_k]
 
     def _expand(
         self, li: LateInteraction, frontier: list[int], expanded: set[int], scored: dict[EdgeKey, float],
@@ -361,7 +341,7 @@ class LILaCRetriever(Retriever):
                 if n not in seen and len(out) < top_k:
                     seen.add(n)
                     # The second end of a hop between documents stays attached to the first
-                    # (_fused_with_seeds moves the pair together).
+                    # (fused_with_seeds moves the pair together).
                     placed_why = PARTNER_WHY if kinds[key] == "doc_link" and len(ends) == 2 and n == ends[1] else why
                     out.append(ScoredNode(node_id=ga.comp_ids[n], score=round(s, 6), why=placed_why))
         floor = out[-1].score if out else 0.0

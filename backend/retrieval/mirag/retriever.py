@@ -44,11 +44,14 @@ from backend.retrieval.mirag.tasks import (
     KnowledgeUnit,
     RecordPayload,
 )
-from backend.retrieval.scoring import reciprocal_rank_fusion, top_scored
+from backend.retrieval.scoring import SEED_RRF_K, fused_with_seeds, reciprocal_rank_fusion, top_scored
 from backend.types import FuseStep, IterationStep, NodeKind, ScoredNode, Trace
 
 RRF_K = 5  # small: the lists are short (tens of units), and rank 1 should count clearly more than rank 5
 QUESTION_WEIGHT = 1.0
+SEEDS = 30  # the whole question's best components fused in when seed_weight > 0
+SEED_WHY = "seed: the whole question's hybrid match"
+SEED_LABEL = "seeds (the whole question, hybrid)"
 GENERATED_WEIGHT = 0.7  # a generated follow-up explores; the question (or its expansion) anchors
 RECORD_UNITS = 5  # units of an iteration whose sentences the record chooses from
 TRACE_HITS = 10
@@ -83,6 +86,11 @@ class MIRAGParams(StrategyParams):
     queries: int = param(2, 0, 4, "Follow-up queries generated per iteration (the paper: 2).")
     facts: int = param(3, 1, 10, "Facts (sentences) per reasoning record.")
     alpha: float = param(0.5, 0.0, 1.0, "BM25 weight in the hybrid text scores.", setting="retrieval.hybrid_alpha")
+    seed_weight: float = param(
+        0.0, 0.0, 5.0,
+        "Weight of the whole question's component ranking (hybrid, top 30) fused by reciprocal rank with the fused "
+        "iterations (0: the paper's fusion alone).",
+    )
 
 
 @register
@@ -136,15 +144,21 @@ class MIRAGRetriever(Retriever):
                     llm_calls=self.llm.usage.calls - calls_before,
                 )
             )
-        results = fuse(searched)[:top_k]
-        trace.add(
-            FuseStep(
-                label="Reciprocal-rank fusion of every query of every iteration",
-                inputs={q.label: q.hits[:TRACE_HITS] for q in searched},
-                weights={q.label: q.weight for q in searched},
-                reason=f"score = sum of weight / ({RRF_K} + rank) over the lists, scaled so that 1 is first everywhere",
-            )
-        )
+        results = fuse(searched)
+        inputs = {q.label: q.hits[:TRACE_HITS] for q in searched}
+        weights = {q.label: q.weight for q in searched}
+        reason = f"score = sum of weight / ({RRF_K} + rank) over the lists, scaled so that 1 is first everywhere"
+        if p.seed_weight > 0:
+            comps = self.corpus.layers["components"]
+            sc = self.question_scores()
+            whole = sc.hybrid(comps, query, sc.encode(self.encoder, [query])[0], alpha)
+            seeds = top_scored(comps.ids, whole, SEEDS, SEED_WHY)
+            results = fused_with_seeds(results, [h.node_id for h in seeds], p.seed_weight, seed_why=SEED_WHY)
+            inputs[SEED_LABEL], weights[SEED_LABEL] = seeds[:TRACE_HITS], p.seed_weight
+            reason += f"; then fused with the seeds: 1 / ({SEED_RRF_K} + rank) + seed_weight / ({SEED_RRF_K} + seed rank)"
+        results = results[:top_k]
+        trace.add(FuseStep(label="Reciprocal-rank fusion of every query of every iteration", inputs=inputs, weights=weights,
+                           reason=reason))
         note_figures_as_text(trace, self.corpus, [h.node_id for h in results], self.image_encoder)
         return results
 
