@@ -38,7 +38,7 @@ from backend.index.image import ImageEncoder, build_image_encoder
 from backend.index.vector import gpu_available
 from backend.ingest.parser import PARSER_VERSION, file_sha256, open_validated
 from backend.ingest.pipeline import Ingestor
-from backend.ingest.speed import PageMix, SpeedModel, page_mix
+from backend.ingest.speed import PageMix, SpeedModel, contention, page_mix
 from backend.llm.base import LLMBackend
 from backend.llm.factory import BACKENDS as LLM_BACKENDS
 from backend.llm.factory import build_llm
@@ -79,6 +79,7 @@ SAMPLE_DIR = Path(__file__).resolve().parent.parent / "sample_corpus"
 # Ingest cost per page before this server has measured its own: parse + encode with MiniLM on a
 # loaded 2-core CPU ran at 0.8 pages/s (bench/RESULTS.md, "Ingest speed per stage").
 TYPICAL_SECONDS_PER_PAGE = 1.25
+BUSY_CONTENTION = 1.5  # contention (speed.py) from which the estimate says the machine is busy
 LARGE_INGEST_S = 60.0  # estimates above this carry a warning before the user presses Ingest
 
 
@@ -512,12 +513,16 @@ class Service:
                 mix = mix + file_mix
         # Seconds per page of each kind (text, ruled/table, no text layer) this server measured
         # (backend/ingest/speed.py), else calibrated defaults.
+        # x the machine's contention now: a machine shared with other work runs slower.
         model = SpeedModel(self.settings.workspace_root)
         measured = model.measured
         pages = sum(f.pages for f in out if f.status in ("new", "replaces"))
-        seconds = round(model.estimate(mix), 1)
-        rate = seconds / pages if pages else model.rates()["text"]
+        load = contention()
+        seconds = round(model.estimate(mix, load), 1)
+        rate = seconds / pages if pages else model.rates()["text"] * load
         warnings = [f"{f.file_name} will fail: {f.reason}" for f in out if f.status == "invalid"]
+        if load >= BUSY_CONTENTION and pages:
+            warnings.append(f"This machine is busy with other work: the estimate assumes it stays about {load:.1f}x slower than idle.")
         limit = self.settings.max_upload_files
         if len(out) > limit:
             warnings.append(f"{len(out)} files were chosen; at most {limit} can be ingested at once. Upload them in smaller batches.")

@@ -168,14 +168,14 @@ def strata_pass(kind: str, files: list[Path], variant: str, encoders, ws_root: P
 
 def strata_estimate(files: list[Path], speed_root: Path) -> tuple[float, bool]:
     """What the Library would show before this ingest (Service.estimate_ingest's model)."""
-    from backend.ingest.speed import PageMix, SpeedModel, page_mix
+    from backend.ingest.speed import PageMix, SpeedModel, contention, page_mix
 
     mix = PageMix()
     for path in files:
         with pymupdf.open(path) as pdf:
             mix = mix + page_mix(pdf)
     model = SpeedModel(speed_root)
-    return model.estimate(mix), model.measured
+    return model.estimate(mix, contention()), model.measured
 
 
 def detail_pass(kind: str, files: list[Path], crops: Path) -> dict[str, float]:

@@ -24,7 +24,7 @@ from backend.index.encoders import EncoderSet
 from backend.index.image import ImageEncoder, encode_figures
 from backend.index.texts import index_texts
 from backend.ingest.parser import PARSER_VERSION, file_sha256
-from backend.ingest.speed import SpeedModel, page_mix
+from backend.ingest.speed import SpeedModel, contention, page_mix
 from backend.ingest.worker import ParseWorker
 from backend.llm.factory import build_llm
 from backend.types import FileReport, IngestReport, Layer, NodeKind, ParsedDocument, ProgressEvent
@@ -142,6 +142,7 @@ class Ingestor:
         self._encoder_source = encoders
         self._image_source = image_encoder  # None: figures are represented by their text only
         self._store_checked = False  # the store's encoder signatures, once per ingest call
+        self._load = 1.0  # the machine's contention when the current batch started (speed.py)
         self._derive_parents = settings.index.derive_parents if derive_parents is None else derive_parents
         self.timings: defaultdict[str, float] = defaultdict(float)  # seconds per stage over this Ingestor's files
         self.encoded: Counter[str] = Counter()  # texts encoded per encoder name
@@ -155,6 +156,7 @@ class Ingestor:
     ) -> IngestReport:
         emit = progress or (lambda ev: None)
         self._store_checked = False
+        self._load = contention()  # before this batch's own processes count in the load average
         reports: list[FileReport] = []
         # Names as the user gave them, made valid Unicode (a non-UTF-8 name would break JSON);
         # log lines escape them further (log_name).
@@ -264,7 +266,7 @@ class Ingestor:
         try:
             with pymupdf.open(path) as pdf:
                 mix = page_mix(pdf)
-            SpeedModel(self._settings.workspace_root).record(mix, seconds)
+            SpeedModel(self._settings.workspace_root).record(mix, seconds, self._load)
         except (OSError, RuntimeError, ValueError) as exc:
             log.warning("could not record the ingest speed of %s: %s", path.name, exc)
 

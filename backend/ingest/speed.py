@@ -8,6 +8,12 @@ root; `SpeedModel.rates` fits seconds per page of each kind to those measurement
 pulled towards the defaults, scaled by how much slower or faster this server is than them, so a
 kind never measured still follows the server's speed). Before any measurement the defaults hold:
 calibrated with bench/ingest_speed.py on the 2-core reference machine.
+
+Rates are kept for an idle machine. A machine shared with other work runs an ingest slower by
+about its contention, `max(1, 1-min load average / cores)`, read when a batch starts (before
+the ingest's own processes count): a measurement is divided by the contention it ran under, and
+an estimate multiplied by the contention now. Without it one set of defaults was 3.8x too long
+on an idle machine and 0.7x on one at load 13 (bench/RESULTS.md).
 """
 
 from __future__ import annotations
@@ -27,15 +33,26 @@ from backend.ingest.extract import PageBounds, PageCoster
 log = logging.getLogger(__name__)
 
 KINDS = ("text", "tables", "ocr")
-# Seconds per page before this server measured anything (bench/ingest_speed.py, 2-core machine
-# under load ~10, defaults): text-heavy manuals, 10-Q filing pages, image-only slides.
-DEFAULT_SECONDS = {"text": 0.6, "tables": 1.2, "ocr": 3.0}
+# Seconds per page on an idle machine before this server measured anything: text-heavy manuals,
+# 10-Q filing pages, image-only slides (bench/ingest_speed.py, 2-core machine at load 1: the
+# earlier 0.6 / 1.2 / 3.0, calibrated at load ~10, estimated 3.8x the real time there).
+DEFAULT_SECONDS = {"text": 0.16, "tables": 0.32, "ocr": 0.8}
 SAMPLE_PAGES = 24  # pages of a file looked at to sort its pages into kinds
 RULED_EDGES = 8  # as extract.py's find_tables gate
 PRIOR_PAGES = 5.0  # the defaults weigh as much as this many measured pages of each kind
 MAX_OBSERVATIONS = 200
 FILE_NAME = "ingest_speed.json"
 _LOCK = threading.Lock()
+
+
+def contention() -> float:
+    """How much slower than idle this machine runs a CPU-bound job now: 1-min load average per
+    core, at least 1."""
+    try:
+        load = os.getloadavg()[0]
+    except OSError:  # not available on this platform
+        return 1.0
+    return max(1.0, load / (os.cpu_count() or 1))
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,10 +120,12 @@ class SpeedModel:
 
     def __init__(self, root: Path) -> None:
         self.path = Path(root) / FILE_NAME
-        self._obs: list[tuple[PageMix, float]] = []
+        self._obs: list[tuple[PageMix, float, float]] = []  # (pages, seconds, contention it ran under)
         try:
             raw = json.loads(self.path.read_text())
-            self._obs = [(PageMix(*row[:3]), float(row[3])) for row in raw.get("observations", [])]
+            # Rows written before the contention was kept count as idle.
+            self._obs = [(PageMix(*row[:3]), float(row[3]), max(1.0, float(row[4]) if len(row) > 4 else 1.0))
+                         for row in raw.get("observations", [])]
         except FileNotFoundError:
             pass
         except (ValueError, TypeError, IndexError, AttributeError) as exc:
@@ -116,27 +135,29 @@ class SpeedModel:
     def measured(self) -> bool:
         return bool(self._obs)
 
-    def record(self, mix: PageMix, seconds: float) -> None:
-        """Add one ingested file's measurement and save (atomically; concurrent ingests keep theirs)."""
+    def record(self, mix: PageMix, seconds: float, load: float = 1.0) -> None:
+        """Add one ingested file's measurement, made under contention `load` (see contention()),
+        and save (atomically; concurrent ingests keep theirs)."""
         if mix.pages <= 0 or seconds <= 0:
             return
         with _LOCK:
             fresh = SpeedModel(self.path.parent)._obs  # another ingest may have written since we read
-            self._obs = (fresh + [(mix, float(seconds))])[-MAX_OBSERVATIONS:]
+            self._obs = (fresh + [(mix, float(seconds), max(1.0, float(load)))])[-MAX_OBSERVATIONS:]
             self.path.parent.mkdir(parents=True, exist_ok=True)
             tmp = self.path.with_name(f"{FILE_NAME}.{os.getpid()}.{threading.get_ident()}.tmp")
-            rows = [[m.text, m.tables, m.ocr, round(s, 3)] for m, s in self._obs]
-            tmp.write_text(json.dumps({"kinds": list(KINDS) + ["seconds"], "observations": rows}))
+            rows = [[m.text, m.tables, m.ocr, round(s, 3), round(c, 2)] for m, s, c in self._obs]
+            tmp.write_text(json.dumps({"kinds": list(KINDS) + ["seconds", "contention"], "observations": rows}))
             os.replace(tmp, self.path)
 
     def rates(self) -> dict[str, float]:
-        """Seconds per page of each kind: ridge least squares towards the defaults x this server's
-        overall speed factor (measured seconds / what the defaults predict for the same pages)."""
+        """Seconds per page of each kind on this server when idle: ridge least squares towards the
+        defaults x this server's overall speed factor (measured seconds / what the defaults
+        predict for the same pages), each measurement divided by the contention it ran under."""
         prior = np.array([DEFAULT_SECONDS[k] for k in KINDS])
         if not self._obs:
             return dict(zip(KINDS, prior.tolist()))
-        x = np.stack([m.vector() for m, _ in self._obs])
-        y = np.array([s for _, s in self._obs])
+        x = np.stack([m.vector() for m, _, _ in self._obs])
+        y = np.array([s / c for _, s, c in self._obs])
         factor = float(y.sum() / max(1e-9, (x @ prior).sum()))
         prior = prior * factor
         lam = PRIOR_PAGES**2
@@ -144,6 +165,7 @@ class SpeedModel:
         fit = np.maximum(fit, 0.1 * prior)  # a kind the fit drove to ~0 keeps a tenth of its prior
         return dict(zip(KINDS, fit.tolist()))
 
-    def estimate(self, mix: PageMix) -> float:
+    def estimate(self, mix: PageMix, load: float = 1.0) -> float:
+        """Seconds to ingest `mix` under contention `load` (contention() now; 1: idle)."""
         rates = self.rates()
-        return float(sum(getattr(mix, k) * rates[k] for k in KINDS))
+        return float(sum(getattr(mix, k) * rates[k] for k in KINDS)) * max(1.0, load)

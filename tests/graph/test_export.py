@@ -183,7 +183,8 @@ def test_table_view_rebuilds_rows_past_a_cut_text(tiny_corpus):
 # ---------------------------------------------------------------- ingest estimate
 
 
-def test_estimate_counts_pages_and_flags_bad_and_known_files(service, sample_workspace, tmp_path):
+def test_estimate_counts_pages_and_flags_bad_and_known_files(service, sample_workspace, tmp_path, monkeypatch):
+    monkeypatch.setattr("backend.service.contention", lambda: 1.0)  # an idle machine, whatever runs beside the suite
     new_pdf = tmp_path / "fresh.pdf"
     with pymupdf.open() as pdf:
         for i in range(3):
@@ -204,8 +205,10 @@ def test_estimate_counts_pages_and_flags_bad_and_known_files(service, sample_wor
         assert est.seconds_per_page == DEFAULT_SECONDS["text"]  # text pages, before any measurement
 
 
-def test_estimate_uses_the_rate_measured_by_ingests(strata_settings, tmp_path):
+def test_estimate_uses_the_rate_measured_by_ingests(strata_settings, tmp_path, monkeypatch):
     from backend.service import Service
+
+    monkeypatch.setattr("backend.service.contention", lambda: 1.0)
 
     settings = strata_settings.model_copy(update={"workspace_root": tmp_path / "root"})  # no measurement yet
     svc = Service(settings)
@@ -218,6 +221,12 @@ def test_estimate_uses_the_rate_measured_by_ingests(strata_settings, tmp_path):
     SpeedModel(settings.workspace_root).record(PageMix(text=10), 5.0)  # what an ingest of 10 text pages in 5 s records
     est = svc.estimate_ingest(tmp_path / "ws", [pdf_path])
     assert est.measured and est.seconds_per_page == 0.5 and est.seconds == 2.0
+    assert not any("busy" in w for w in est.warnings)
+    # The same server at load 6 on 2 cores: three times the idle time, and it says why.
+    monkeypatch.setattr("backend.service.contention", lambda: 3.0)
+    busy = svc.estimate_ingest(tmp_path / "ws", [pdf_path])
+    assert busy.seconds == 6.0 and busy.seconds_per_page == 1.5
+    assert any("busy with other work" in w and "3.0x" in w for w in busy.warnings)
 
 
 # ---------------------------------------------------------------- a tiny hand-built corpus

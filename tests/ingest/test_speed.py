@@ -88,7 +88,33 @@ def test_measurements_persist_and_the_fit_recovers_per_kind_rates(tmp_path):
     assert reader.measured
     for kind, rate in reader.rates().items():
         assert rate == pytest.approx(true[kind], rel=0.1), kind
-    assert json.loads((tmp_path / FILE_NAME).read_text())["observations"][0] == [40, 2, 0, 11.0]
+    assert json.loads((tmp_path / FILE_NAME).read_text())["observations"][0] == [40, 2, 0, 11.0, 1.0]
+
+
+def test_rates_are_for_an_idle_machine_and_an_estimate_scales_with_the_contention_now(tmp_path):
+    """A file that took 30 s at contention 3 (load 6 on 2 cores) took 10 s of idle-machine work:
+    the estimate on an idle machine is 10 s, on one at contention 2 it is 20 s. Rows written
+    before the contention was kept read as idle."""
+    model = SpeedModel(tmp_path)
+    model.record(PageMix(text=100), 3 * 100 * DEFAULT_SECONDS["text"], load=3.0)
+    rates = SpeedModel(tmp_path).rates()
+    assert rates["text"] == pytest.approx(DEFAULT_SECONDS["text"], rel=0.02)
+    idle = model.estimate(PageMix(text=10))
+    assert idle == pytest.approx(10 * DEFAULT_SECONDS["text"], rel=0.02)
+    assert model.estimate(PageMix(text=10), load=2.0) == pytest.approx(2 * idle)
+    assert model.estimate(PageMix(text=10), load=0.3) == pytest.approx(idle), "contention is at least 1"
+    (tmp_path / FILE_NAME).write_text(json.dumps({"observations": [[100, 0, 0, 100 * DEFAULT_SECONDS["text"] * 2]]}))
+    assert SpeedModel(tmp_path).rates()["text"] == pytest.approx(2 * DEFAULT_SECONDS["text"], rel=0.02)
+
+
+def test_contention_is_the_load_per_core_and_at_least_one(monkeypatch):
+    from backend.ingest import speed
+
+    monkeypatch.setattr(speed.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(speed.os, "getloadavg", lambda: (7.0, 1.0, 1.0))
+    assert speed.contention() == 3.5
+    monkeypatch.setattr(speed.os, "getloadavg", lambda: (0.4, 1.0, 1.0))
+    assert speed.contention() == 1.0
 
 
 def test_a_kind_never_measured_follows_this_servers_speed(tmp_path):
