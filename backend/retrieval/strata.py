@@ -20,7 +20,9 @@
    it. A partner is placed when it adds to some subquery's best match, or, in a corpus where
    hops are common (hop share >= 0.1: 0.40 of dev-hotpot-pdf's components name or link another
    page, at most 0.02 in the other dev collections), on the strength of the hop alone: the
-   second hop of a bridge question lands next to the first.
+   second hop of a bridge question lands next to the first. A placed partner leads one hop
+   further (chain 1) when that hop adds to some subquery's best match: the third page of a
+   3-hop question is named by the second page, not by the first.
 
 Issue 10 removed the switch on the share of *linked* documents (0.25, set between hotpot's 0.44
 and mmlongbench's 0.10): a wiki whose PDFs carry fewer link annotations fell on the wrong side
@@ -140,6 +142,7 @@ class StrataParams(StrategyParams):
     mentions: int = param(1, 0, 1, "1: also hop to documents whose title a leading component names; 0: PDF links only.")
     partner_depth: int = param(10, 0, 50, "How many leading results get a partner.")
     per_doc: int = param(3, 1, 50, "Components of a linked document considered as partners.")
+    chain: int = param(1, 0, 3, "Further hops from a placed partner, each only when it adds to some subquery's best match (0: one hop).")
     alpha: float = param(
         0.5, 0.0, 1.0, "BM25 weight of the partners' late interaction (other corpora; template corpora use 0).",
         setting="retrieval.hybrid_alpha", ui=False,
@@ -240,9 +243,10 @@ class StrataRetriever(Retriever):
     def _with_partners(
         self, base: list[ScoredNode], li: LateInteraction, top_k: int, p: StrataParams, linked_corpus: bool, trace: Trace,
     ) -> list[ScoredNode]:
-        """The base ranking with the best linked components placed right after their anchors."""
-        ga, best = li.arrays, li.best
-        n_subqueries = best.shape[1]
+        """The base ranking with the best linked components placed right after their anchors, and
+        (chain > 0) each placed partner's own best hop right after it when that hop adds to some
+        subquery's best match along the chain: the third page of a 3-hop question is named by the
+        second, not by the first."""
         out: list[ScoredNode] = []
         seen: set[str] = set()
         edges: list[ScoredEdge] = []
@@ -257,35 +261,63 @@ class StrataRetriever(Retriever):
             out.append(hit)
             if rank >= p.partner_depth:
                 continue
-            a = ga.comp_row[hit.node_id]
             frontier.append(hit.node_id)
-            kinds = self._partner_candidates(hit.node_id, li, p, seen, linked_corpus)
-            if not kinds:
-                continue
-            cand = np.array(list(kinds), dtype=np.int64)
-            edge_scores = np.maximum(best[a][None, :], best[cand]).sum(axis=1)
-            gains = edge_scores - best[a].sum()
-            order = np.lexsort((cand, -edge_scores))
-            placed = 0
-            for j in order:
-                if placed >= p.partners or len(out) >= top_k:
+            chain = [(hit.node_id, li.best[li.arrays.comp_row[hit.node_id]], p.partners, True)]
+            for depth in range(p.chain + 1):
+                next_chain = []
+                for anchor, reached, limit, first_hop in chain:
+                    for partner, best_so_far in self._place_partners(
+                        anchor, reached, limit, first_hop, li, p, linked_corpus, seen, out, top_k, hit.score, edges,
+                    ):
+                        partners_found.append(partner)
+                        if depth < p.chain:
+                            next_chain.append((partner, best_so_far, 1, False))
+                chain = next_chain
+                if not chain:
                     break
-                u = int(cand[j])
-                edge = ScoredEdge(src=hit.node_id, dst=ga.comp_ids[u], edge_kind=kinds[u], score=round(float(edge_scores[j]), 4),
-                                  matches=[SubqueryMatch(subquery=q, node_id=li.winner(a if best[a, q] >= best[u, q] else u, q)[0],
-                                                         score=round(float(max(best[a, q], best[u, q])), 4)) for q in range(best.shape[1])],
-                                  one_sided=bool(gains[j] <= 0))
-                edges.append(edge)
-                if gains[j] <= 0 and (n_subqueries > 1 or not linked_corpus):
-                    # The partner adds nothing any subquery needs. In a linked corpus (a wiki) a
-                    # one-part question may still hide a hop, so there the link alone is reason enough.
-                    continue
-                placed += 1
-                seen.add(ga.comp_ids[u])
-                partners_found.append(ga.comp_ids[u])
-                out.append(ScoredNode(node_id=ga.comp_ids[u], score=hit.score, why=f"linked from {hit.node_id}"))
         trace.add(BeamStep(iteration=1, frontier=frontier, edges=edges, kept=partners_found,
                            pruned=[e.dst for e in edges if e.dst not in set(partners_found)]))
         trace.add(FuseStep(label="base ranking + link partners", inputs={"ranked": out[:30]},
-                           weights={"partners": float(p.partners)}, reason=f"{len(partners_found)} partner(s) placed"))
+                           weights={"partners": float(p.partners), "chain": float(p.chain)},
+                           reason=f"{len(partners_found)} partner(s) placed"))
         return out
+
+    def _place_partners(
+        self, anchor: str, reached: np.ndarray, limit: int, first_hop: bool, li: LateInteraction, p: StrataParams,
+        linked_corpus: bool, seen: set[str], out: list[ScoredNode], top_k: int, score: float, edges: list[ScoredEdge],
+    ) -> list[tuple[str, np.ndarray]]:
+        """Place up to `limit` of the anchor's one-hop components after it (in `out`), best edge
+        first; `reached`: the best match per subquery along the chain so far. A first hop in a
+        linked corpus may be placed on the strength of the link alone (a one-part question may
+        still hide a hop); a further hop only when it adds to some subquery. Returns the placed
+        partners with the chain's best matches through them."""
+        ga, best = li.arrays, li.best
+        n_subqueries = best.shape[1]
+        a = ga.comp_row[anchor]
+        kinds = self._partner_candidates(anchor, li, p, seen, linked_corpus)
+        if not kinds:
+            return []
+        cand = np.array(list(kinds), dtype=np.int64)
+        edge_scores = np.maximum(reached[None, :], best[cand]).sum(axis=1)
+        gains = edge_scores - reached.sum()
+        placed: list[tuple[str, np.ndarray]] = []
+        for j in np.lexsort((cand, -edge_scores)):
+            if len(placed) >= limit or len(out) >= top_k:
+                break
+            u = int(cand[j])
+            if ga.comp_ids[u] in seen:
+                continue
+            edges.append(ScoredEdge(
+                src=anchor, dst=ga.comp_ids[u], edge_kind=kinds[u], score=round(float(edge_scores[j]), 4),
+                matches=[SubqueryMatch(subquery=q, node_id=li.winner(a if best[a, q] >= best[u, q] else u, q)[0],
+                                       score=round(float(max(reached[q], best[u, q])), 4)) for q in range(n_subqueries)],
+                one_sided=bool(gains[j] <= 0),
+            ))
+            if gains[j] <= 0 and (not first_hop or n_subqueries > 1 or not linked_corpus):
+                # The partner adds nothing any subquery needs. In a linked corpus (a wiki) a
+                # one-part question may still hide a hop, so there the first link alone is reason enough.
+                continue
+            seen.add(ga.comp_ids[u])
+            out.append(ScoredNode(node_id=ga.comp_ids[u], score=score, why=f"linked from {anchor}"))
+            placed.append((ga.comp_ids[u], np.maximum(reached, best[u])))
+        return placed

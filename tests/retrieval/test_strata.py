@@ -70,3 +70,24 @@ def test_where_units_rarely_name_another_document_a_name_is_not_a_hop(service):
     hits, trace = _run(service, corpus, QUESTION, 4)
     beam = next(s for s in trace.steps if isinstance(s, BeamStep))
     assert not any(e.edge_kind == "mention" for e in beam.edges)
+
+
+def test_a_partner_leads_one_hop_further_when_that_adds_to_a_subquery(service):
+    """A 3-hop question: the film's page names its director, her page names the town she grew up
+    in, the town's page names the river. One hop stops at the director; with chain 1 her page
+    leads on to the town's, placed right after it, while the page that only shares the question's
+    word "river" stays behind it."""
+    docs = {**FILMS,
+            "Kestrel_Falls.pdf": ["Kestrel Falls is a former mining town on the river Osk, in the north of the country."],
+            "River_Guide.pdf": ["A guide to rivers: the Danube, the Tisza and the Drava run through many towns."]}
+    corpus = build_corpus(service, docs)
+    question = "Which river runs through the town where the director of the film Moonlit Harbor grew up?"
+    one_hop, _ = _run(service, corpus, question, 6, {"chain": 0})
+    assert "Kestrel_Falls.pdf" not in [doc_of(corpus, h.node_id) for h in one_hop]
+    hits, trace = _run(service, corpus, question, 6, {"chain": 1})
+    docs_ranked = [doc_of(corpus, h.node_id) for h in hits]
+    assert docs_ranked[:3] == ["Moonlit_Harbor.pdf", "Elena_Varga.pdf", "Kestrel_Falls.pdf"], docs_ranked
+    elena = hits[1].node_id
+    assert hits[2].why == f"linked from {elena}"
+    beam = next(s for s in trace.steps if isinstance(s, BeamStep))
+    assert any(e.src == elena and doc_of(corpus, e.dst) == "Kestrel_Falls.pdf" and not e.one_sided for e in beam.edges)
