@@ -314,8 +314,8 @@ def test_fif_is_registered_with_bounded_parameters():
 def test_seed_weight_fuses_the_whole_questions_best_components_into_the_rerank(service, trap):
     """seed_weight > 0: the reranked memory is fused with the whole question's hybrid ranking, so
     a component the tight traversal never kept still gets in (with its reason), nothing the agent
-    found is lost, and the stop step says so; 0 is the paper's rerank alone. With seed_open (the
-    default) a traversal that answered every subquery, as here, keeps its own order."""
+    found is lost, and the stop step says so; 0 is the paper's rerank alone. With seed_open 1 a
+    traversal that answered every subquery, as here, keeps its own order."""
     from backend.retrieval.fif.agent import SEED_WHY
 
     alone, trace0 = _run(service, trap, TRAP_QUESTION, {**TIGHT, "seed_weight": 0.0}, top_k=20)
@@ -328,3 +328,31 @@ def test_seed_weight_fuses_the_whole_questions_best_components_into_the_rerank(s
     assert [h.score for h in fused] == sorted((h.score for h in fused), reverse=True)
     stop0, stop1 = _agent(trace0)[-1], _agent(trace1)[-1]
     assert "seeds" not in stop0.reason and "fused with the question's seeds (weight 1)" in stop1.reason
+
+
+def test_answered_subqueries_still_take_the_seeds_when_the_best_direct_match_is_not_in_memory(service, trap):
+    """seed_open 2: every subquery answered but the question's best direct match in no hop's
+    findings (the hops answered from a look-alike elsewhere) means the full seed weight; with that
+    match among the findings the agent's order stands; seed_open 1 looks at the answers alone."""
+    from backend.retrieval.fif.agent import FiFAgent
+    from backend.retrieval.fif.memory import FiFParams, HopRecord, Memory
+    from backend.retrieval.scoring import top_rows
+    from backend.types import ScoredNode, SubQuery
+
+    retriever = service.retriever("fif", trap)
+
+    def weight(seed_open: int, found: list[str]) -> float:
+        cfg = FiFParams(seed_weight=2.0, seed_open=seed_open)
+        agent = FiFAgent(trap, retriever.llm, cfg, retriever.fif_scores(cfg.alpha))
+        hop = HopRecord(step=1, subtask=0, target=TRAP_QUESTION, entity=None, strategy=strategy_of("global", 0, "none"),
+                        anchor=None, outcome="success", dead_end=False, docs=[],
+                        found=[ScoredNode(node_id=n, score=1.0, why="hop") for n in found])
+        memory = Memory(query=TRAP_QUESTION, subqueries=[SubQuery(text=TRAP_QUESTION, status="answered")], hops=[hop])
+        return agent._seed_weight(memory)
+
+    scores = retriever.fif_scores(0.5).comp_scores(TRAP_QUESTION, 0)
+    ids = retriever.view.comp_ids
+    best, other = ids[int(top_rows(scores, 1)[0])], ids[int(top_rows(scores, len(ids))[-1])]
+    assert weight(2, [best]) == 0.0
+    assert weight(2, [other]) == 2.0
+    assert weight(1, [other]) == 0.0

@@ -317,11 +317,19 @@ class FiFAgent:
 
     def _seed_weight(self, memory: Memory) -> float:
         """seed_weight, times the share of subqueries left unanswered when seed_open is set: a
-        traversal that answered every subquery is trusted as it is."""
+        traversal that answered every subquery is trusted as it is, unless (seed_open 2) the
+        question's best direct match is in no hop's findings."""
         if not self.cfg.seed_open:
             return self.cfg.seed_weight
         subs = memory.subqueries
         unanswered = sum(s.status != "answered" for s in subs) / len(subs) if subs else 1.0
+        if self.cfg.seed_open >= 2 and unanswered < 1.0:
+            # Answered, but the question's best direct match is nowhere in memory: the hops
+            # answered from elsewhere (a look-alike table of another report).
+            top = top_rows(self.scores.comp_scores(memory.query, 0), 1)
+            kept = {hit.node_id for h in memory.hops for hit in h.found}
+            if len(top) and self.view.comp_ids[int(top[0])] not in kept:
+                unanswered = 1.0
         return round(self.cfg.seed_weight * unanswered, 6)
 
     def _with_seeds(self, memory: Memory, results: list[ScoredNode], weight: float) -> list[ScoredNode]:

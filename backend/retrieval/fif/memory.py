@@ -128,7 +128,11 @@ class FiFParams(StrategyParams):
         "Weight of the whole question's component ranking (hybrid, top `shortlist`) fused by reciprocal rank with the "
         "reranked memory (0: the paper's rerank alone; 2 with seed_open: best summed R@5 on the dev tune halves).",
     )
-    seed_open: int = param(1, 0, 1, "1: the seed weight is scaled by the share of subqueries the agent left unanswered (0: always the full weight).", ui=False)
+    seed_open: int = param(
+        2, 0, 2,
+        "1: the seed weight is scaled by the share of subqueries the agent left unanswered; 2: and is full when the question's "
+        "best direct match is nowhere in memory (0: always the full weight).", ui=False,
+    )
 
 
 # ---------------------------------------------------------------- memory
