@@ -439,10 +439,12 @@ def _slot_props(p: ParamInfo | None) -> dict:
 
 
 def _param_values(info: MethodInfo, values: tuple) -> dict[str, int | float]:
-    """The method's parameters from the slider slots, typed like their defaults."""
+    """The method's parameters the user moved off their defaults, typed like their defaults. A
+    slider left alone is not sent, so the strategy's own default holds (which may depend on the
+    corpus: alpha on a template corpus, backend/retrieval/base.py)."""
     out: dict[str, int | float] = {}
     for p, v in zip(info.params, values):
-        if v is None:
+        if v is None or v == p.default:
             continue
         out[p.name] = int(round(v)) if isinstance(p.default, int) and not isinstance(p.default, bool) else float(v)
     return out

@@ -16,6 +16,7 @@ from backend.graph.corpus import Corpus
 from backend.index.encoders import TextEncoder
 from backend.llm.base import LLMBackend
 from backend.retrieval.scoring import QueryScores
+from backend.retrieval.traits import TEMPLATE_ALPHA, is_template_corpus
 from backend.types import ScoredNode, Trace
 
 
@@ -97,6 +98,7 @@ class Retriever(ABC):
     description: ClassVar[str]
     Params: ClassVar[type[StrategyParams]] = NoParams
     params: ClassVar[tuple[ParamSpec, ...]] = ()  # the sliders under default Settings, derived from Params
+    template_alpha: ClassVar[bool] = False  # on a template corpus, alpha defaults to dense (resolve_params)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -149,9 +151,20 @@ class Retriever(ABC):
             return self.shared_scores
         return QueryScores(brute_force=self.brute_force)
 
-    def resolve_params(self, params: dict[str, Any]) -> Any:
-        """This call's parameters as the strategy's params model (defaults from this Settings)."""
-        return self.Params.resolve(self.settings, params)
+    def resolve_params(self, params: dict[str, Any], trace: Trace | None = None) -> Any:
+        """This call's parameters as the strategy's params model (defaults from this Settings).
+        A strategy with `template_alpha` on a template corpus (traits.py: filings sharing one
+        boilerplate) scores its hybrid with alpha TEMPLATE_ALPHA (dense) unless the call sets
+        alpha: on dev-docugami-10q's tune half that lifts LILaC 0.490 -> 0.661, FiF 0.568 ->
+        0.672, MI-RAG 0.518 -> 0.695, MMGraphRAG 0.591 -> 0.693 (bench/RESULTS.md)."""
+        resolved = self.Params.resolve(self.settings, params)
+        if self.template_alpha and "alpha" not in params and "alpha" in self.Params.model_fields:
+            if is_template_corpus(self.corpus):
+                resolved = resolved.model_copy(update={"alpha": TEMPLATE_ALPHA})
+                if trace is not None:
+                    trace.notes.append(f"Template corpus (documents sharing one boilerplate): hybrid scores use alpha {TEMPLATE_ALPHA:g} "
+                                       "(dense only), as this call set no alpha.")
+        return resolved
 
     def embed(self, text: str) -> np.ndarray:
         return self.encoder.encode([text])[0]

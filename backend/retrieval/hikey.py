@@ -62,9 +62,10 @@ class HiKEYRetriever(Retriever):
     name = "hikey"
     description = "HiKEY: route documents by Doc_card, then rank sections by MaxSim over their units."
     Params = HiKEYParams
+    template_alpha = True
 
     def retrieve(self, query: str, top_k: int, params: dict[str, Any], trace: Trace) -> list[ScoredNode]:
-        p = self.resolve_params(params)
+        p = self.resolve_params(params, trace)
         sc = self.question_scores()
         qvec = sc.encode(self.encoder, [query])[0]
         corpus = self.corpus

@@ -61,9 +61,10 @@ class MMGraphRetriever(Retriever):
     name = "mmgraph"
     description = "MMGraphRAG: top-K entities for the query, their relation edges (broad or narrow), the components they come from."
     Params = MMGraphParams
+    template_alpha = True
 
     def retrieve(self, query: str, top_k: int, params: dict[str, Any], trace: Trace) -> list[ScoredNode]:
-        p = self.resolve_params(params)
+        p = self.resolve_params(params, trace)
         k, broad, alpha, weight = p.top_entities, bool(p.broad), p.alpha, p.entity_weight
         mode = "broad" if broad else "narrow"
         trace.params.update({"top_entities": k, "broad": int(broad), "alpha": alpha, "entity_weight": weight})

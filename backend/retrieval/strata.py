@@ -45,6 +45,7 @@ from backend.retrieval.hybrid import HybridRetriever
 from backend.retrieval.mmgraph import MMGraphRetriever
 from backend.retrieval.lilac import LateInteraction, best_of_document, component_neighbours, decompose
 from backend.retrieval.mentions import title_index
+from backend.retrieval.traits import template_share
 from backend.types import (
     EdgeKind,
     BeamStep,
@@ -57,39 +58,11 @@ from backend.types import (
     Trace,
 )
 
-TEMPLATE_SAMPLE = 400
 RRF_K = 10
-TEMPLATE_COSINE = 0.95
-TEMPLATE_BLOCK = 16
 # The entity-backed flat ranking's entity weight: strata's summed tune R@5 is 3.139 with 0.3 and
 # 3.107 with MMGraphRAG's own default 0.2 (tatqa tune 0.908 -> 0.881), so it keeps 0.3.
 FLAT_ENTITY_WEIGHT = 0.3
 HOP_SAMPLE = 2000
-
-
-def template_share(corpus) -> float:
-    """Fraction of (up to 400 sampled) components whose nearest neighbour in another document
-    is a near copy. Computed once per loaded corpus (it is read-only)."""
-    return corpus.derived(_measure_template_share)
-
-
-def _measure_template_share(corpus) -> float:
-    comps = corpus.layers["components"]
-    share = 0.0
-    if len(corpus.documents) > 1 and len(comps.ids) > 1:
-        matrix = comps.dense.matrix
-        docs = np.array([corpus.nodes[i].doc for i in comps.ids])
-        rng = np.random.default_rng(0)  # deterministic sample
-        idx = rng.choice(len(matrix), size=min(TEMPLATE_SAMPLE, len(matrix)), replace=False)
-        nearest = np.empty(len(idx), dtype=np.float32)
-        # In blocks of sampled rows: a (400, n) similarity matrix is 2.9 GB at 1.8M components.
-        for start in range(0, len(idx), TEMPLATE_BLOCK):
-            rows = idx[start:start + TEMPLATE_BLOCK]
-            sims = comps.dense.scores_many(matrix[rows])  # (n, block)
-            sims[docs[rows][None, :] == docs[:, None]] = -1.0
-            nearest[start:start + len(rows)] = sims.max(axis=0)
-        share = float((nearest >= TEMPLATE_COSINE).mean())
-    return share
 
 
 def mean_pages(corpus) -> float:

@@ -384,3 +384,4 @@ def test_method_parameter_slots_keep_integer_types():
     assert ask._slot_props(None)["visible"] is False
     values = ask._param_values(info, (12.0, 0.25, 7))  # a third, unused slot is ignored
     assert values == {"beam": 12, "alpha": 0.25} and isinstance(values["beam"], int)
+    assert ask._param_values(info, (30, 0.25)) == {"alpha": 0.25}, "a slider left at its default is not sent"

@@ -48,6 +48,7 @@ class FiFRetriever(Retriever):
     name = "fif"
     description = "FiF: an agent traverses documents -> components with a cost ladder and history-aware backtracking, then reranks."
     Params = FiFParams
+    template_alpha = True
 
     @property
     def view(self) -> DocumentRowMaps:
@@ -61,7 +62,7 @@ class FiFRetriever(Retriever):
                               lambda ts: sc.encode(self.sub_encoder, ts), sc)
 
     def retrieve(self, query: str, top_k: int, params: dict[str, Any], trace: Trace) -> list[ScoredNode]:
-        cfg = self.resolve_params(params)
+        cfg = self.resolve_params(params, trace)
         trace.params.update(cfg.model_dump())
         if not self.corpus.layers["documents"].ids or not self.corpus.layers["components"].ids:
             return []

@@ -222,9 +222,10 @@ class LILaCRetriever(Retriever):
     name = "lilac"
     description = "LILaC: decompose into subqueries, seed top-b components, beam search over edges scored by late interaction."
     Params = LILaCParams
+    template_alpha = True
 
     def retrieve(self, query: str, top_k: int, params: dict[str, Any], trace: Trace) -> list[ScoredNode]:
-        p = self.resolve_params(params)
+        p = self.resolve_params(params, trace)
         trace.params.update({"beam": p.beam, "iterations": p.iterations, "alpha": p.alpha, "per_doc": p.per_doc,
                              "modality_bonus": p.modality_bonus, "margin": p.margin, "partners": p.partners})
         corpus = self.corpus

@@ -101,9 +101,10 @@ class MIRAGRetriever(Retriever):
         "over paragraphs and figures/tables; reciprocal-rank fusion of every iteration."
     )
     Params = MIRAGParams
+    template_alpha = True
 
     def retrieve(self, query: str, top_k: int, params: dict[str, Any], trace: Trace) -> list[ScoredNode]:
-        p = self.resolve_params(params)
+        p = self.resolve_params(params, trace)
         n_iter, text_k, image_k, n_queries, max_facts, alpha = p.iterations, p.text_k, p.image_k, p.queries, p.facts, p.alpha
         trace.params.update(
             {"iterations": n_iter, "text_k": text_k, "image_k": image_k, "queries": n_queries, "facts": max_facts, "alpha": alpha}

@@ -1,0 +1,50 @@
+"""Measured corpus traits (backend/retrieval/traits.py) and the defaults that follow them: on a
+template corpus the graph strategies' hybrid scores default to the dense side."""
+
+from __future__ import annotations
+
+import pytest
+
+from backend.retrieval.traits import TEMPLATE_ALPHA, is_template_corpus
+from backend.types import Trace
+from tests.fakes import FILMS, build_corpus
+
+BOILERPLATE = [
+    "The Company is exposed to market risks, including changes in interest rates and foreign currency exchange rates.",
+    "Net sales increased compared with the same quarter of the prior year, driven by higher demand.",
+    "The Company repurchased shares of its common stock under the authorised repurchase program.",
+]
+QUESTION = "Did the company repurchase shares of its common stock?"
+
+
+@pytest.fixture(scope="module")
+def filings(service):
+    docs = {f"2023_Q{q}_{co}.pdf": [f"{co} quarterly report for quarter {q}."] + BOILERPLATE for co in ("ACME", "GLOBEX") for q in (1, 2)}
+    return build_corpus(service, docs)
+
+
+@pytest.fixture(scope="module")
+def films(service):
+    return build_corpus(service, FILMS)
+
+
+@pytest.mark.parametrize("method", ["lilac", "fif", "mirag", "mmgraph", "hikey"])
+def test_graph_strategies_rank_densely_on_a_template_corpus_unless_the_call_sets_alpha(service, filings, films, method):
+    assert is_template_corpus(filings) and not is_template_corpus(films)
+    retriever = service.retriever(method, filings)
+    trace = Trace(method=method)
+    retriever.retrieve(QUESTION, 5, {}, trace)
+    assert trace.params["alpha"] == TEMPLATE_ALPHA
+    assert any("Template corpus" in n for n in trace.notes)
+    explicit = Trace(method=method)
+    retriever.retrieve(QUESTION, 5, {"alpha": 0.5}, explicit)
+    assert explicit.params["alpha"] == 0.5 and not any("Template corpus" in n for n in explicit.notes)
+    other = Trace(method=method)
+    service.retriever(method, films).retrieve("Where was the director of the film Moonlit Harbor born?", 5, {}, other)
+    assert other.params["alpha"] == 0.5
+
+
+def test_the_flat_baselines_keep_their_alpha_on_a_template_corpus(service, filings):
+    """hybrid is a floor the others are measured against: it stays what its name says."""
+    retriever = service.retriever("hybrid", filings)
+    assert retriever.resolve_params({}).alpha == 0.5
