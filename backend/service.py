@@ -76,9 +76,6 @@ log = logging.getLogger(__name__)
 
 MAX_COMPARE_METHODS = 4  # side-by-side columns still fit a laptop screen
 SAMPLE_DIR = Path(__file__).resolve().parent.parent / "sample_corpus"
-# Ingest cost per page before this server has measured its own: parse + encode with MiniLM on a
-# loaded 2-core CPU ran at 0.8 pages/s (bench/RESULTS.md, "Ingest speed per stage").
-TYPICAL_SECONDS_PER_PAGE = 1.25
 BUSY_CONTENTION = 1.5  # contention (speed.py) from which the estimate says the machine is busy
 LARGE_INGEST_S = 60.0  # estimates above this carry a warning before the user presses Ingest
 

@@ -73,6 +73,7 @@ def reciprocal_rank_fusion(rankings: Iterable[tuple[Sequence[str], float]], k: i
 
 
 SEED_RRF_K = 10
+SEED_WHY = "seed: the whole question's direct match"
 
 
 def fused_with_seeds(

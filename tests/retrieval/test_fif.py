@@ -316,7 +316,7 @@ def test_seed_weight_fuses_the_whole_questions_best_components_into_the_rerank(s
     a component the tight traversal never kept still gets in (with its reason), nothing the agent
     found is lost, and the stop step says so; 0 is the paper's rerank alone. With seed_open 1 a
     traversal that answered every subquery, as here, keeps its own order."""
-    from backend.retrieval.fif.agent import SEED_WHY
+    from backend.retrieval.scoring import SEED_WHY
 
     alone, trace0 = _run(service, trap, TRAP_QUESTION, {**TIGHT, "seed_weight": 0.0}, top_k=20)
     trusted, _ = _run(service, trap, TRAP_QUESTION, {**TIGHT, "seed_weight": 1.0, "seed_open": 1}, top_k=20)

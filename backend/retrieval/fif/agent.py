@@ -26,12 +26,11 @@ from backend.retrieval.fif.memory import (
     strategy_of,
 )
 from backend.retrieval.fif.scores import QuestionScores
-from backend.retrieval.scoring import fused_with_seeds, order_rows, top_rows
+from backend.retrieval.scoring import SEED_WHY, fused_with_seeds, order_rows, top_rows
 from backend.types import AgentStep, DecomposeStep, ScoredNode, Strategy, SubQuery, Trace
 
 log = logging.getLogger(__name__)
 
-SEED_WHY = "seed: the whole question's hybrid match"
 Usage = tuple[int, int, float]  # (calls, tokens, seconds) of the LLM at a moment
 
 

@@ -125,7 +125,7 @@ class FiFParams(StrategyParams):
     hop_weight: float = param(0.5, 0.0, 1.0, "Reranker: weight of the hops' credit against relevance to the query.")
     seed_weight: float = param(
         2.0, 0.0, 5.0,
-        "Weight of the whole question's component ranking (hybrid, top `shortlist`) fused by reciprocal rank with the "
+        "Weight of the whole question's component ranking (its hybrid scores, top `shortlist`) fused by reciprocal rank with the "
         "reranked memory (0: the paper's rerank alone; 2 with seed_open: best summed R@5 on the dev tune halves).",
     )
     seed_open: int = param(

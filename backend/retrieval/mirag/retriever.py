@@ -44,14 +44,13 @@ from backend.retrieval.mirag.tasks import (
     KnowledgeUnit,
     RecordPayload,
 )
-from backend.retrieval.scoring import SEED_RRF_K, fused_with_seeds, reciprocal_rank_fusion, top_scored
+from backend.retrieval.scoring import SEED_RRF_K, SEED_WHY, fused_with_seeds, reciprocal_rank_fusion, top_scored
 from backend.types import FuseStep, IterationStep, NodeKind, ScoredNode, Trace
 
 RRF_K = 5  # small: the lists are short (tens of units), and rank 1 should count clearly more than rank 5
 QUESTION_WEIGHT = 1.0
 SEEDS = 30  # the whole question's best components fused in when seed_weight > 0
-SEED_WHY = "seed: the whole question's hybrid match"
-SEED_LABEL = "seeds (the whole question, hybrid)"
+SEED_LABEL = "seeds (the whole question's direct matches)"
 GENERATED_WEIGHT = 0.7  # a generated follow-up explores; the question (or its expansion) anchors
 RECORD_UNITS = 5  # units of an iteration whose sentences the record chooses from
 TRACE_HITS = 10
@@ -88,7 +87,7 @@ class MIRAGParams(StrategyParams):
     alpha: float = param(0.5, 0.0, 1.0, "BM25 weight in the hybrid text scores.", setting="retrieval.hybrid_alpha")
     seed_weight: float = param(
         0.0, 0.0, 5.0,
-        "Weight of the whole question's component ranking (hybrid, top 30) fused by reciprocal rank with the fused "
+        "Weight of the whole question's component ranking (its hybrid scores, top 30) fused by reciprocal rank with the fused "
         "iterations (0: the paper's fusion alone).",
     )
 
