@@ -29,6 +29,7 @@ from backend.llm.base import LLMBackend
 from backend.packing import TokenBudgetPacker
 from backend.reader import EvidenceReader, subqueries_of
 from backend.retrieval.base import Retriever
+from backend.retrieval.references import place_references
 from backend.types import (
     Answer,
     AskResult,
@@ -112,6 +113,8 @@ class QueryPipeline:
     def retrieve(self, retriever: Retriever, method: str, question: str, top_k: int, params: dict) -> tuple[list[ScoredNode], Trace]:
         trace = Trace(method=method, llm_backend=self.llm.name)
         hits = retriever.retrieve(question, top_k, params, trace)
+        if retriever.follows_references:
+            hits = place_references(self.corpus, question, hits, top_k, trace, lambda: self.question_vectors(question)[0])
         trace.llm_calls, trace.llm_tokens = self.llm.usage.snapshot()
         trace.notes.extend(n for n in getattr(self.llm.usage, "notes", []) if n not in trace.notes)
         return hits, trace

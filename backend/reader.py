@@ -19,6 +19,7 @@ from backend.graph.corpus import Corpus
 from backend.llm.answer import ANSWER, AnswerPayload, EvidenceUnit
 from backend.llm.base import LLMBackend
 from backend.llm.rules import NOT_ENOUGH, QUESTION_WORDS, content_tokens
+from backend.retrieval.references import named_in, question_references, reference_words
 from backend.types import Answer, Citation, DecomposeStep, EvidencePack, Trace
 
 MAX_EVIDENCE = 8
@@ -57,10 +58,19 @@ class EvidenceReader:
         comps = self.corpus.layers["components"]
         q_tokens = content_tokens(question) - QUESTION_WORDS
         sub_tokens = [content_tokens(s) - QUESTION_WORDS for s in subqueries] if len(subqueries) > 1 else []
+        refs = question_references(question)
+        place_tokens = (content_tokens(reference_words(question)) - QUESTION_WORDS) & q_tokens if refs else set()
+        named: dict[str, tuple[set[int], set[str]]] = {}  # doc -> its named pages and units
         scored: list[EvidenceUnit] = []
         for unit in pack.units:
             if unit.role == "header":
                 continue
+            unit_node = self.corpus.nodes[unit.node_id]
+            if place_tokens and unit_node.doc not in named:
+                named[unit_node.doc] = named_in(self.corpus, unit_node.doc, refs)
+            pages, units = named.get(unit_node.doc, (set(), set()))
+            # A unit on a page the question names covers the words that name it ("page 104").
+            covered = place_tokens if unit_node.page in pages or unit.node_id in units else set()
             crow = comps.dense.row.get(unit.node_id)
             comp_cos = max(float(comps.dense.matrix[crow] @ q_text), 0.0) if crow is not None else 0.0
             for sid in self.corpus.subcomponents(unit.node_id) or [unit.node_id]:
@@ -69,7 +79,9 @@ class EvidenceReader:
                 cos = float(subs.dense.matrix[row] @ q_sub) if row is not None else 0.0
                 tokens = content_tokens(node.text)
                 coverage = len(tokens & q_tokens) / len(q_tokens) if q_tokens else 0.0
-                score = SUB_WEIGHT * max(cos, 0.0) + COMPONENT_WEIGHT * comp_cos + COVERAGE_WEIGHT * coverage
+                # the words naming its page count for the score, not as words the unit shares with the question
+                placed = len((tokens | covered) & q_tokens) / len(q_tokens) if q_tokens else 0.0
+                score = SUB_WEIGHT * max(cos, 0.0) + COMPONENT_WEIGHT * comp_cos + COVERAGE_WEIGHT * placed
                 sq, sq_cov = _best_subquery(tokens, sub_tokens)
                 scored.append(EvidenceUnit(
                     id=sid, kind=node.kind.value, text=node.text, score=round(score, 4), cosine=round(cos, 4),

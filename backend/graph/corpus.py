@@ -27,6 +27,7 @@ import numpy as np
 from backend.graph.entities import MergedEntities, derive_missing_entities, entity_index_text, merge_entities
 from backend.graph.store import WorkspaceStore
 from backend.index.lexical import BM25Index
+from backend.ingest.layout import printed_page_map
 from backend.index.texts import index_texts
 from backend.index.vector import VectorIndex
 from backend.types import Document, Edge, EdgeKind, Layer, Node, NodeKind, Section
@@ -90,12 +91,19 @@ class Corpus:
         root: Path | None = None,
         image_embeddings: dict[str, np.ndarray] | None = None,
         image_signature: str | None = None,
+        margin_blocks: dict[str, list[tuple[int, str, str]]] | None = None,
     ) -> None:
+        """margin_blocks: doc id -> (page, kind, text) of its furniture blocks (store.margin_blocks),
+        from which each document's printed page numbers are fitted (retrieval/references.py)."""
         self.root = root
         self.generation = generation
         merged = merge_entities(nodes, edges, embeddings)  # MMGraphRAG: one entity node per name across documents
         nodes, edges = merged.nodes, merged.edges
         self.documents: dict[str, Document] = {d.id: d for d in documents}
+        # doc id -> printed page number -> the page positions that show it
+        self.printed_pages: dict[str, dict[int, tuple[int, ...]]] = {
+            d: printed_page_map(rows, self.documents[d].pages) for d, rows in (margin_blocks or {}).items() if d in self.documents
+        }
         self.sections: dict[str, Section] = {s.id: s for s in sections}
         self.nodes: dict[str, Node] = {n.id: n for n in nodes}
         self.edges: list[Edge] = list(edges) + self._resolve_doc_links(doc_links)
@@ -138,6 +146,7 @@ class Corpus:
             store.documents(), store.all_sections(), nodes, embs, edges, store.all_doc_links(),
             dims=dims, use_gpu=use_gpu, index_dir=store.root / "index", generation=store.generation, root=store.root,
             image_embeddings=store.all_image_embeddings(), image_signature=store.image_encoder_signature,
+            margin_blocks=store.margin_blocks(),
         )
 
     def _resolve_doc_links(self, doc_links) -> list[Edge]:

@@ -18,6 +18,7 @@ import shutil
 import sqlite3
 import time
 import uuid
+from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from backend.errors import WorkspaceError
-from backend.types import Block, Document, Edge, EdgeKind, Layer, Node, ParsedDocument, PendingDocLink, Section
+from backend.types import FURNITURE_KINDS, Block, Document, Edge, EdgeKind, Layer, Node, ParsedDocument, PendingDocLink, Section
 
 log = logging.getLogger(__name__)
 
@@ -294,6 +295,21 @@ class WorkspaceStore:
 
     def all_doc_links(self) -> list[tuple[str, PendingDocLink]]:
         return [(d, PendingDocLink.model_validate_json(js)) for d, js in self._db.execute("SELECT doc, json FROM doc_links")]
+
+    def margin_blocks(self) -> dict[str, list[tuple[int, str, str]]]:
+        """doc id -> (page, kind, text) of its furniture blocks (page numbers, running headers and
+        footers): where printed page numbers are read from (retrieval/references.py)."""
+        kinds = {k.value for k in FURNITURE_KINDS}
+        out: dict[str, list[tuple[int, str, str]]] = defaultdict(list)
+        rows = self._db.execute(
+            "SELECT doc, page, json FROM blocks WHERE " + " OR ".join("json LIKE ?" for _ in kinds),
+            [f'%"kind":"{k}"%' for k in sorted(kinds)],
+        )
+        for doc, page, js in rows:
+            b = Block.model_validate_json(js)
+            if b.kind.value in kinds:
+                out[doc].append((page, b.kind.value, b.text))
+        return dict(out)
 
     def blocks(self, doc_id: str, page: int | None = None) -> list[Block]:
         if page is None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from backend.ingest.extract import Line, RawPage, RawTable, TextBlock
@@ -27,6 +28,7 @@ NUMBERED_HEADING_RE = re.compile(
 BULLET_RE = re.compile(r"^(?:[•·▪‣◦●○■□➢►\-–*]\s*|\(?[a-z]\)\s+|\(\d{1,2}\)\s+|\d{1,2}\)\s+)")
 PAGE_NUMBER_RE = re.compile(r"^(?:page\s*)?[-–]?\s*\d{1,4}\s*[-–]?(?:\s*(?:of|/)\s*\d{1,4})?$", re.IGNORECASE)
 ROMAN_PAGE_RE = re.compile(r"^[ivxlc]{1,6}$", re.IGNORECASE)
+MIN_FOLIO_PAGES = 3  # margin numbers that agree on at least this many pages before a fit is trusted
 FOLIO_RE = re.compile(r"^(\d{1,4})\b|\b(\d{1,4})$")  # a printed page number at the start or end of a margin line
 MARGIN_FRACTION = 0.085
 FIGURE_LABEL_GAP = 6.0  # points between a chart's drawings and its tick labels / axis titles
@@ -353,6 +355,52 @@ def _folio_offset(candidates: list[tuple[LayoutBlock, str]], min_pages: int) -> 
         return None
     offset, pages = max(pages_by_offset.items(), key=lambda kv: len(kv[1]))
     return offset if len(pages) >= max(3, min_pages) else None
+
+
+def _margin_numbers(kind: str, text: str) -> set[int]:
+    """The page numbers a margin block may show: a page-number block's number, the folio at
+    the start or end of a running header or footer."""
+    text = text.strip()
+    if kind == BlockKind.PAGE_NUMBER.value:
+        first = re.search(r"\d+", text) if PAGE_NUMBER_RE.match(text) else None
+        return {int(first.group())} if first else set()
+    return {int(g) for groups in FOLIO_RE.findall(text) for g in groups if g}
+
+
+def printed_page_map(rows: Iterable[tuple[int, str, str]], pages: int) -> dict[int, tuple[int, ...]]:
+    """printed number -> the positions (1-based) of the pages that show it, from one document's
+    margin blocks (page, block kind, text).
+
+    The fit is `printed = slope * position + offset`, slope 1 (one page per sheet) or 2 (two-page
+    spreads scanned as one page, which show two numbers), from the margin numbers that agree on
+    at least MIN_FOLIO_PAGES pages; every page between the first and last agreeing ones gets the
+    fitted numbers (a folio the layout stage missed). Page-number blocks count as they read
+    even off the fit; a number at the end of a running header counts only through the fit (it
+    may be a year or a chapter). Used by questions that name a page (retrieval/references.py):
+    a journal paper printed as pages 6981-6994, a manual whose page "28" is the file's 29th."""
+    shown: dict[int, set[int]] = defaultdict(set)
+    support: dict[tuple[int, int], set[int]] = defaultdict(set)
+    for page, kind, text in rows:
+        for n in _margin_numbers(kind, text):
+            if n <= 0:
+                continue
+            if kind == BlockKind.PAGE_NUMBER.value:
+                shown[page].add(n)
+            support[(1, n - page)].add(page)
+            support[(2, n - 2 * page - (n - 2 * page) % 2)].add(page)  # spreads: 2p+off and 2p+off+1, off even
+    if support:
+        # Most pages explained; a tie goes to one page per sheet.
+        (slope, offset), explained = max(support.items(), key=lambda kv: (len(kv[1]), -kv[0][0]))
+        if len(explained) >= MIN_FOLIO_PAGES:
+            for p in range(min(explained), max(explained) + 1):
+                first = slope * p + offset
+                shown[p].update(n for n in range(first, first + slope) if n > 0)
+    out: dict[int, list[int]] = defaultdict(list)
+    for p in sorted(shown):
+        if 1 <= p <= pages:
+            for n in sorted(shown[p]):
+                out[n].append(p)
+    return {n: tuple(ps) for n, ps in out.items()}
 
 
 def _reading_order(blocks: list[LayoutBlock], width: float) -> list[LayoutBlock]:

@@ -63,6 +63,7 @@ class HiKEYRetriever(Retriever):
     description = "HiKEY: route documents by Doc_card, then rank sections by MaxSim over their units."
     Params = HiKEYParams
     template_alpha = True
+    follows_references = True
 
     def retrieve(self, query: str, top_k: int, params: dict[str, Any], trace: Trace) -> list[ScoredNode]:
         p = self.resolve_params(params, trace)

@@ -62,6 +62,7 @@ class MMGraphRetriever(Retriever):
     description = "MMGraphRAG: top-K entities for the query, their relation edges (broad or narrow), the components they come from."
     Params = MMGraphParams
     template_alpha = True
+    follows_references = True
 
     def retrieve(self, query: str, top_k: int, params: dict[str, Any], trace: Trace) -> list[ScoredNode]:
         p = self.resolve_params(params, trace)

@@ -127,6 +127,7 @@ class StrataRetriever(Retriever):
     name = "strata"
     description = "Strata: dense + spread on template corpora, HiKEY elsewhere, LILaC partners across document links."
     Params = StrataParams
+    follows_references = True
 
     def retrieve(self, query: str, top_k: int, params: dict[str, Any], trace: Trace) -> list[ScoredNode]:
         p = self.resolve_params(params)

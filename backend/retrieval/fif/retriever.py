@@ -49,6 +49,7 @@ class FiFRetriever(Retriever):
     description = "FiF: an agent traverses documents -> components with a cost ladder and history-aware backtracking, then reranks."
     Params = FiFParams
     template_alpha = True
+    follows_references = True
 
     @property
     def view(self) -> DocumentRowMaps:

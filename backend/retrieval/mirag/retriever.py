@@ -101,6 +101,7 @@ class MIRAGRetriever(Retriever):
     )
     Params = MIRAGParams
     template_alpha = True
+    follows_references = True
 
     def retrieve(self, query: str, top_k: int, params: dict[str, Any], trace: Trace) -> list[ScoredNode]:
         p = self.resolve_params(params, trace)
