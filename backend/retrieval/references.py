@@ -46,7 +46,10 @@ ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth
 _ORD = "|".join(ORDINALS)
 ORDINAL_PAGE_RE = re.compile(rf"\b({_ORD})\s+(page|slide)\b", re.IGNORECASE)
 LABEL_RE = re.compile(r"\b(figure|fig\.|table|tab\.)\s*(\d{1,3}[a-z]?)\b", re.IGNORECASE)
-ORDINAL_UNIT_RE = re.compile(rf"\b({_ORD})\s+(figure|table)\b", re.IGNORECASE)
+# "the first figure of the paper", "in the last table?"; not "the first figure skater" (a compound noun)
+ORDINAL_UNIT_RE = re.compile(
+    rf"\b({_ORD})\s+(figure|table)(?=\s*(?:$|[?.,;:!)]|(?:of|in|on|at|from|that|which|where|shown|above|below)\b))", re.IGNORECASE
+)
 LABEL_TEXT_RE = re.compile(r"^\s*(fig(?:ure)?|tab(?:le)?)\.?\s*(\d{1,3}[a-z]?)\b", re.IGNORECASE)
 
 

@@ -31,6 +31,7 @@ STATIONS = ["Alder", "Birch", "Cedar", "Dune", "Elm", "Fir", "Gorse", "Heath", "
     ("What are the axes of Figure 3 and Fig. 4b?", References(labels=(("figure", "3"), ("figure", "4b")))),
     ("For the papers in Table 2, how many use Self-Refine?", References(labels=(("table", "2"),))),
     ("How many green boxes are in the first figure of the paper?", References(nth_units=(("figure", 1),))),
+    ("What is the total in the last table?", References(nth_units=(("table", -1),))),
 ])
 def test_the_question_says_which_pages_and_units_it_means(question, expected):
     assert question_references(question) == expected
@@ -41,6 +42,8 @@ def test_the_question_says_which_pages_and_units_it_means(question, expected):
     "Which newspaper column is called Page Six?",
     "How many pages does the report have?",
     "Where was the director of the film Moonlit Harbor born?",
+    "Who was the first figure skater to land a quadruple jump?",
+    "Which club did the first table tennis world champion play for?",
 ])
 def test_questions_that_name_no_page_or_unit_name_none(question):
     assert not question_references(question)
