@@ -29,7 +29,9 @@ from backend.llm.base import LLMBackend
 from backend.packing import TokenBudgetPacker
 from backend.reader import EvidenceReader, subqueries_of
 from backend.retrieval.base import Retriever
+from backend.retrieval.names import named_first
 from backend.retrieval.references import place_references
+from backend.retrieval.traits import is_template_corpus
 from backend.types import (
     Answer,
     AskResult,
@@ -114,6 +116,8 @@ class QueryPipeline:
         trace = Trace(method=method, llm_backend=self.llm.name)
         hits = retriever.retrieve(question, top_k, params, trace)
         if retriever.follows_references:
+            if is_template_corpus(self.corpus):
+                hits = named_first(self.corpus, question, hits, trace)
             hits = place_references(self.corpus, question, hits, top_k, trace, lambda: self.question_vectors(question)[0])
         trace.llm_calls, trace.llm_tokens = self.llm.usage.snapshot()
         trace.notes.extend(n for n in getattr(self.llm.usage, "notes", []) if n not in trace.notes)

@@ -99,7 +99,8 @@ class Retriever(ABC):
     Params: ClassVar[type[StrategyParams]] = NoParams
     params: ClassVar[tuple[ParamSpec, ...]] = ()  # the sliders under default Settings, derived from Params
     template_alpha: ClassVar[bool] = False  # on a template corpus, alpha defaults to dense (resolve_params)
-    follows_references: ClassVar[bool] = False  # pages and units the question names go first (references.py)
+    # pages, units (references.py) and, on a template corpus, documents (names.py) the question names go first
+    follows_references: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -1,0 +1,99 @@
+"""Documents a question names: "How has Apple's total net sales changed over time?" is about
+Apple's filings, whatever the other filings say about net sales.
+
+A document's names are the words that are its own: its NAMES_PER_DOC words of highest
+tf x idf (count in the document x log(documents / documents using the word)), among the words
+it uses at least NAME_MIN_COUNT times that at most MAX_DOC_SHARE of the documents use. In a pile
+of 10-Q filings "Apple", "iPhone" and "NVIDIA" are names (NVIDIA's cover names it only in a
+logo); "Services" or "Center", which several companies' filings use, are not. A question word names documents only when it is
+capitalised in the question and not its first word, as names are written.
+
+Where it acts (QueryPipeline.retrieve, for the strategies that follow references): on a corpus
+whose documents share one boilerplate (traits.is_template_corpus), the named documents' units
+go first in the strategy's own order, then the rest. There the documents differ by whose they
+are (issuer, period) and a question names whose it asks about: on dev-docugami-10q every
+question names its company, and the companies' filings are interchangeable to a similarity
+score. Elsewhere a question's evidence may be in a document it does not name (the second hop
+of a bridge question), and nothing changes.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+
+from backend.index.lexical import tokenize
+from backend.types import RankStep, ScoredNode, Trace
+
+NAMES_PER_DOC = 25  # a document's names: its words of highest count x log(documents / documents using it)
+NAME_MIN_COUNT = 3
+MAX_DOC_SHARE = 0.5  # a word used in more than half the documents names none of them
+WORD = re.compile(r"[^\W_]+", re.UNICODE)
+MIN_WORD_CHARS = 3
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentNames:
+    """Name word (BM25's stemmed token) -> the documents it names."""
+
+    by_word: dict[str, tuple[str, ...]]
+
+
+def document_names(corpus) -> DocumentNames:
+    """The corpus's name words, counted once per loaded corpus (it is read-only)."""
+    return corpus.derived(_count_names)
+
+
+def _count_names(corpus) -> DocumentNames:
+    counts: dict[str, Counter] = {}  # doc -> word (BM25's stemmed token) -> count
+    df: Counter = Counter()
+    for doc_id, comp_ids in corpus.components_by_doc.items():
+        counts[doc_id] = Counter(w for ws in tokenize([corpus.nodes[c].text for c in comp_ids]) for w in ws if len(w) >= MIN_WORD_CHARS)
+        df.update(counts[doc_id].keys())
+    n_docs = len(counts)
+    by_word: dict[str, list[str]] = defaultdict(list)
+    for doc_id, tf in counts.items():
+        weight = {w: n * math.log(n_docs / df[w]) for w, n in tf.items() if n >= NAME_MIN_COUNT and df[w] <= MAX_DOC_SHARE * n_docs}
+        for w in sorted(weight, key=lambda w: (-weight[w], w))[:NAMES_PER_DOC]:
+            by_word[w].append(doc_id)
+    return DocumentNames({w: tuple(sorted(ds)) for w, ds in by_word.items()})
+
+
+def question_names(question: str) -> list[str]:
+    """The question's words written as names (with a capital letter, not the first word), as
+    BM25's stemmed tokens ("Apple's" -> "appl")."""
+    words = [w for w in WORD.findall(question)[1:] if any(ch.isupper() for ch in w)]
+    return [t for ts in tokenize(words) for t in ts if len(t) >= MIN_WORD_CHARS] if words else []
+
+
+def named_documents(corpus, question: str) -> tuple[dict[str, list[str]], set[str]]:
+    """(name word -> the documents it names, for the question's name words that name some;
+    the union of those documents)."""
+    names = document_names(corpus).by_word
+    found = {w: list(names[w]) for w in dict.fromkeys(question_names(question)) if w in names}
+    return found, {d for docs in found.values() for d in docs}
+
+
+def named_first(corpus, question: str, hits: list[ScoredNode], trace: Trace) -> list[ScoredNode]:
+    """`hits` with the units of the documents the question names first, each part in the
+    strategy's order; unchanged when it names none (or only documents the hits do not hold)."""
+    found, docs = named_documents(corpus, question)
+    if not docs:
+        return hits
+    first = [h for h in hits if corpus.nodes[h.node_id].doc in docs]
+    if not first or len(first) == len(hits):
+        return hits
+    rest = [h for h in hits if corpus.nodes[h.node_id].doc not in docs]
+    out, floor = [], float("inf")
+    for h in first + rest:  # scores stay non-increasing
+        floor = min(floor, h.score)
+        out.append(h.model_copy(update={"score": floor}))
+    files = sorted({corpus.documents[d].file_name for d in docs})
+    trace.add(RankStep(label="Units of the documents the question names, first", index="names", candidates=out[:len(first)][:30]))
+    trace.notes.append(
+        f"Template corpus: the question names {', '.join(repr(w) for w in found)}, a name of {len(files)} document(s) "
+        f"({', '.join(files[:6])}{' ...' if len(files) > 6 else ''}); their units go first."
+    )
+    return out

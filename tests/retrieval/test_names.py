@@ -1,0 +1,73 @@
+"""Documents a question names (backend/retrieval/names.py): a document's own words, and their
+units first on a template corpus, through the query pipeline."""
+
+from __future__ import annotations
+
+import pytest
+
+from backend.retrieval.names import document_names, named_documents, question_names
+from backend.retrieval.traits import is_template_corpus
+from tests.fakes import FILMS, build_corpus
+
+BOILERPLATE = [
+    "The Company is exposed to market risks, including changes in interest rates and foreign currency exchange rates.",
+    "Net sales increased compared with the same quarter of the prior year, driven by higher demand.",
+    "The Company repurchased shares of its common stock under the authorised repurchase program.",
+    "The Company's products face competition from firms with greater resources.",
+]
+OWN = {
+    "ACME": ["ACME makes rocket skates and anvils.", "ACME rocket skates sold well in the desert.", "ACME anvils shipped late."],
+    "GLOBEX": ["GLOBEX builds hammocks and doomsday devices.", "GLOBEX hammocks sold well.", "GLOBEX devices were recalled."],
+    "INITECH": ["INITECH writes banking software.", "INITECH software reached new banks.", "INITECH staplers were red."],
+}
+QUESTION = "Did GLOBEX repurchase shares of its common stock?"
+
+
+@pytest.fixture(scope="module")
+def filings(service):
+    docs = {f"2023_Q{q}_{co}.pdf": [f"{co} quarterly report for quarter {q}."] + BOILERPLATE + own
+            for co, own in OWN.items() for q in (1, 2)}
+    return build_corpus(service, docs)
+
+
+def _files(corpus, doc_ids) -> set[str]:
+    return {corpus.documents[d].file_name for d in doc_ids}
+
+
+def test_a_document_s_names_are_its_own_words_not_the_shared_boilerplate(filings):
+    names = document_names(filings).by_word
+    assert _files(filings, names["globex"]) == {"2023_Q1_GLOBEX.pdf", "2023_Q2_GLOBEX.pdf"}
+    assert _files(filings, names["initech"]) == {"2023_Q1_INITECH.pdf", "2023_Q2_INITECH.pdf"}
+    assert not {"compani", "repurchas", "stock", "quarter"} & set(names)  # every filing uses them
+
+
+def test_only_the_words_a_question_writes_as_names_count(filings):
+    assert question_names("Did GLOBEX repurchase shares of Apple's stock?") == ["globex", "appl"]
+    assert question_names("Globex repurchased shares?") == []  # the first word is capitalised anyway
+    found, docs = named_documents(filings, QUESTION)
+    assert set(found) == {"globex"} and _files(filings, docs) == {"2023_Q1_GLOBEX.pdf", "2023_Q2_GLOBEX.pdf"}
+    assert named_documents(filings, "Did the company repurchase globex hammocks?") == ({}, set())
+
+
+def test_on_a_template_corpus_the_named_company_s_filings_come_first(service, filings):
+    assert is_template_corpus(filings)
+    pipeline = service._pipeline(filings, None, None)
+    for method in ("strata", "lilac", "mirag"):
+        hits, trace = pipeline.retrieve(service.retriever(method, filings), method, QUESTION, 6, {})
+        docs = [filings.nodes[h.node_id].doc for h in hits]
+        first = {d for d in docs[:2]}
+        assert _files(filings, first) <= {"2023_Q1_GLOBEX.pdf", "2023_Q2_GLOBEX.pdf"}, (method, _files(filings, docs))
+        assert any(getattr(s, "index", None) == "names" for s in trace.steps) and any("'globex'" in n for n in trace.notes)
+        assert all(a.score >= b.score for a, b in zip(hits, hits[1:]))
+
+
+def test_the_flat_floors_and_other_corpora_are_unchanged(service, filings):
+    pipeline = service._pipeline(filings, None, None)
+    hits, trace = pipeline.retrieve(service.retriever("hybrid", filings), "hybrid", QUESTION, 6, {})
+    assert not any(getattr(s, "index", None) == "names" for s in trace.steps)
+    films = build_corpus(service, FILMS)
+    assert not is_template_corpus(films)
+    film_pipeline = service._pipeline(films, None, None)
+    question = "Where was the director of the film Moonlit Harbor born?"
+    _, trace = film_pipeline.retrieve(service.retriever("strata", films), "strata", question, 5, {})
+    assert not any(getattr(s, "index", None) == "names" for s in trace.steps)
