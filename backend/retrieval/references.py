@@ -44,7 +44,7 @@ PAGE_RE = re.compile(
 ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7, "eighth": 8,
             "ninth": 9, "tenth": 10, "last": -1}
 _ORD = "|".join(ORDINALS)
-ORDINAL_PAGE_RE = re.compile(rf"\b({_ORD})\s+(page|slide)\b", re.IGNORECASE)
+ORDINAL_PAGE_RE = re.compile(rf"\b({_ORD}|\d{{1,4}}(?:st|nd|rd|th))\s+(page|slide)\b", re.IGNORECASE)
 LABEL_RE = re.compile(r"\b(figure|fig\.|table|tab\.)\s*(\d{1,3}[a-z]?)\b", re.IGNORECASE)
 # "the first figure of the paper", "in the last table?"; not "the first figure skater" (a compound noun)
 ORDINAL_UNIT_RE = re.compile(
@@ -70,6 +70,12 @@ def _kind(word: str) -> str:
     return "figure" if word.lower().startswith("fig") else "table"
 
 
+def _ordinal_value(word: str) -> int:
+    """"second" -> 2, "12th" -> 12, "last" -> -1."""
+    word = word.lower()
+    return ORDINALS[word] if word in ORDINALS else int(word[:-2])
+
+
 def question_references(question: str) -> References:
     pages: list[int] = []
     for m in PAGE_RE.finditer(question):
@@ -81,7 +87,7 @@ def question_references(question: str) -> References:
             pages.append(a)
         if c is not None:
             pages.append(c)
-    positions = [ORDINALS[m.group(1).lower()] for m in ORDINAL_PAGE_RE.finditer(question)]
+    positions = [_ordinal_value(m.group(1)) for m in ORDINAL_PAGE_RE.finditer(question)]
     labels = [(_kind(m.group(1)), m.group(2).lower()) for m in LABEL_RE.finditer(question)]
     nth = [(_kind(m.group(2)), ORDINALS[m.group(1).lower()]) for m in ORDINAL_UNIT_RE.finditer(question)]
     return References(tuple(dict.fromkeys(p for p in pages if p > 0)), tuple(dict.fromkeys(positions)),
@@ -110,12 +116,17 @@ def _doc_pages(corpus, doc_id: str, refs: References) -> list[tuple[int, str]]:
     for k in refs.positions:
         p = n_pages if k == -1 else k
         if 1 <= p <= n_pages:
-            out.append((p, f"the {'last' if k == -1 else _ordinal(k)} page named in the question"))
+            out.append((p, f"the {_ordinal(k)} page named in the question"))
     return out
 
 
 def _ordinal(k: int) -> str:
-    return next(w for w, v in ORDINALS.items() if v == k)
+    """2 -> "second", 12 -> "12th", -1 -> "last"."""
+    word = next((w for w, v in ORDINALS.items() if v == k), None)
+    if word is not None:
+        return word
+    suffix = "th" if 10 <= k % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(k % 10, "th")
+    return f"{k}{suffix}"
 
 
 def _doc_units(corpus, doc_id: str, refs: References) -> list[tuple[str, str]]:
@@ -212,7 +223,7 @@ def place_references(corpus, question: str, hits: list[ScoredNode], top_k: int, 
 
 
 def _describe(refs: References) -> str:
-    parts = [f"page {p}" for p in refs.pages] + [f"the {'last' if k == -1 else _ordinal(k)} page" for k in refs.positions]
-    parts += [f"{k.title()} {n}" for k, n in refs.labels] + [f"the {'last' if k == -1 else _ordinal(k)} {kind}" for kind, k in refs.nth_units]
+    parts = [f"page {p}" for p in refs.pages] + [f"the {_ordinal(k)} page" for k in refs.positions]
+    parts += [f"{k.title()} {n}" for k, n in refs.labels] + [f"the {_ordinal(k)} {kind}" for kind, k in refs.nth_units]
     return ", ".join(parts)
 

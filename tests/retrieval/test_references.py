@@ -28,6 +28,7 @@ STATIONS = ["Alder", "Birch", "Cedar", "Dune", "Elm", "Fir", "Gorse", "Heath", "
     ("What is on pages 3 and 7?", References(pages=(3, 7))),
     ("What date is mentioned on the second page?", References(positions=(2,))),
     ("Who signed on the last page?", References(positions=(-1,))),
+    ("What is the title of the 12th slide?", References(positions=(12,))),
     ("What are the axes of Figure 3 and Fig. 4b?", References(labels=(("figure", "3"), ("figure", "4b")))),
     ("For the papers in Table 2, how many use Self-Refine?", References(labels=(("table", "2"),))),
     ("How many green boxes are in the first figure of the paper?", References(nth_units=(("figure", 1),))),
@@ -115,6 +116,16 @@ def test_a_named_label_is_taken_from_the_first_ranked_documents_and_placed_first
     assert [h.node_id for h in out[2:]] == [h.node_id for h in hits]
     assert [s.index for s in trace.steps] == ["references"] and "Table 2" in trace.notes[-1]
     assert all(a.score >= b.score for a, b in zip(out, out[1:]))
+
+
+def test_a_position_past_the_tenth_is_described_in_the_trace(papers):
+    results = _ids(papers, "results_paper.pdf")
+    trace = Trace(method="strata")
+    hits = [ScoredNode(node_id=results[2], score=0.9)]
+    assert place_references(papers, "What is on the 12th page?", hits, 5, trace) == hits  # one-page documents
+    first = place_references(papers, "What is on the 1st page?", hits, 5, trace)[0]
+    assert first.node_id == results[2] and "the first page named" in first.why  # the ranked unit on that page stands for it
+    assert "the first page" in trace.notes[-1]
 
 
 def test_the_first_figure_is_figure_1_and_nothing_changes_without_a_reference(papers):
