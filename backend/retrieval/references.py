@@ -25,6 +25,7 @@ name the page as covered by the units on it (backend/reader.py).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -192,6 +193,8 @@ def place_references(corpus, question: str, hits: list[ScoredNode], top_k: int, 
     if not refs or not hits:
         return hits
     rank_of = {h.node_id: i for i, h in enumerate(hits)}
+    if question_vector is not None:
+        question_vector = functools.cache(question_vector)  # encoded once, for all the named pages
     doc_order = list(dict.fromkeys(corpus.nodes[h.node_id].doc for h in hits if h.node_id in corpus.nodes))
     anchors: dict[str, str] = {}  # unit -> why; the first mention wins
     docs: list[str] = []
