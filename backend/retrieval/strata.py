@@ -20,9 +20,11 @@
    it. A partner is placed when it adds to some subquery's best match, or, in a corpus where
    hops are common (hop share >= 0.1: 0.40 of dev-hotpot-pdf's components name or link another
    page, at most 0.02 in the other dev collections), on the strength of the hop alone: the
-   second hop of a bridge question lands next to the first. A placed partner leads one hop
-   further (chain 1) when that hop adds to some subquery's best match: the third page of a
-   3-hop question is named by the second page, not by the first.
+   second hop of a bridge question lands next to the first. A placed partner leads up to two
+   hops further (chain 2), each when it adds to some subquery's best match: the third page of
+   a 3-hop question is named by the second page, not by the first, and the fourth by the
+   third. The dev sets have no chain past two pages: chain 0, 1 and 2 rank their tune halves
+   the same, so the depth follows the 2-4 hop questions the product is for.
 
 Issue 10 removed the switch on the share of *linked* documents (0.25, set between hotpot's 0.44
 and mmlongbench's 0.10): a wiki whose PDFs carry fewer link annotations fell on the wrong side
@@ -115,7 +117,7 @@ class StrataParams(StrategyParams):
     mentions: int = param(1, 0, 1, "1: also hop to documents whose title a leading component names; 0: PDF links only.")
     partner_depth: int = param(10, 0, 50, "How many leading results get a partner.")
     per_doc: int = param(3, 1, 50, "Components of a linked document considered as partners.")
-    chain: int = param(1, 0, 3, "Further hops from a placed partner, each only when it adds to some subquery's best match (0: one hop).")
+    chain: int = param(2, 0, 3, "Further hops from a placed partner, each only when it adds to some subquery's best match (0: one hop).")
     alpha: float = param(
         0.5, 0.0, 1.0, "BM25 weight of the partners' late interaction (other corpora; template corpora use 0).",
         setting="retrieval.hybrid_alpha", ui=False,

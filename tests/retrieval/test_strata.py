@@ -91,3 +91,23 @@ def test_a_partner_leads_one_hop_further_when_that_adds_to_a_subquery(service):
     assert hits[2].why == f"linked from {elena}"
     beam = next(s for s in trace.steps if isinstance(s, BeamStep))
     assert any(e.src == elena and doc_of(corpus, e.dst) == "Kestrel_Falls.pdf" and not e.one_sided for e in beam.edges)
+
+
+def test_chains_reach_the_fourth_page_of_a_four_hop_question(service):
+    """Film -> director -> the town she grew up in -> the river through it: the river's page is
+    named only by the town's page, two hops past the first partner. The default chain (2) walks
+    there; chain 1 stops at the town."""
+    docs = {**FILMS,
+            "Kestrel_Falls.pdf": ["Kestrel Falls is a former mining town on the River Osk, in the north of the country."],
+            "River_Osk.pdf": ["The River Osk rises in the Tarn Mountains and flows north past old mining towns."],
+            "Mountain_Guide.pdf": ["A guide to mountains: the Alps, the Tatra and the Carpathians rise above many rivers."],
+            "River_Sources.pdf": ["Which mountains do rivers rise in? Most rivers of the north rise in high mountains."],
+            "Town_Rivers.pdf": ["Every mining town grew up on a river; the rivers rise in the mountains above the towns."]}
+    corpus = build_corpus(service, docs)
+    question = "In which mountains does the river of the town where the director of the film Moonlit Harbor grew up rise?"
+    short, _ = _run(service, corpus, question, 6, {"chain": 1})
+    assert "River_Osk.pdf" not in [doc_of(corpus, h.node_id) for h in short[:4]]
+    hits, _ = _run(service, corpus, question, 6, {})
+    docs_ranked = [doc_of(corpus, h.node_id) for h in hits]
+    assert docs_ranked[:4] == ["Moonlit_Harbor.pdf", "Elena_Varga.pdf", "Kestrel_Falls.pdf", "River_Osk.pdf"], docs_ranked
+    assert hits[3].why == f"linked from {hits[2].node_id}"
