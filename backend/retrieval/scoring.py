@@ -107,6 +107,19 @@ def fused_with_seeds(
     return out
 
 
+def filled_with_seeds(ranked: list[ScoredNode], seeds: Sequence[str], top_k: int) -> list[ScoredNode]:
+    """`ranked` and, when it holds fewer than top_k units, the seeds it lacks after it (the
+    question's direct matches, in their order), scores clipped to stay non-increasing: a
+    traversal that kept only a few units does not answer with a short list."""
+    if len(ranked) >= top_k:
+        return list(ranked)
+    present = {h.node_id for h in ranked}
+    floor = ranked[-1].score if ranked else 0.0
+    extra = [ScoredNode(node_id=s, score=floor, why=f"{SEED_WHY}, after the strategy's own")
+             for s in dict.fromkeys(seeds) if s not in present]
+    return list(ranked) + extra[: top_k - len(ranked)]
+
+
 def _vec_key(vec: np.ndarray) -> bytes:
     return np.ascontiguousarray(vec, dtype=np.float32).tobytes()
 

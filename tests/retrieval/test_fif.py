@@ -323,7 +323,8 @@ def test_seed_weight_fuses_the_whole_questions_best_components_into_the_rerank(s
     assert trusted == alone
     fused, trace1 = _run(service, trap, TRAP_QUESTION, {**TIGHT, "seed_weight": 1.0, "seed_open": 0}, top_k=20)
     assert SEED_WHY not in {h.why for h in alone}
-    assert {h.node_id for h in alone} < {h.node_id for h in fused}
+    # the agent's own units (the fill after them aside) are a strict part of what the fusion ranks
+    assert {h.node_id for h in alone if not h.why.startswith(SEED_WHY)} < {h.node_id for h in fused}
     assert any(h.why == SEED_WHY for h in fused)
     assert [h.score for h in fused] == sorted((h.score for h in fused), reverse=True)
     stop0, stop1 = _agent(trace0)[-1], _agent(trace1)[-1]
@@ -356,3 +357,16 @@ def test_answered_subqueries_still_take_the_seeds_when_the_best_direct_match_is_
     assert weight(2, [best]) == 0.0
     assert weight(2, [other]) == 2.0
     assert weight(1, [other]) == 0.0
+
+
+def test_a_traversal_that_kept_few_units_still_answers_with_top_k(service, trap):
+    """TIGHT keeps two units a hop: the hops alone hold fewer than 12; the question's direct
+    matches fill the list after the agent's own."""
+    hits, trace = _run(service, trap, TRAP_QUESTION, TIGHT, _scripted(TRAP_PLAN), top_k=12)
+    n_components = len(trap.layers["components"].ids)
+    assert len(hits) == min(12, n_components)
+    own = [h for h in hits if not h.why.startswith("seed")]
+    filled = [h for h in hits if h.why.endswith("after the strategy's own")]
+    assert own and filled and hits[:len(hits) - len(filled)] == [h for h in hits if h not in filled]
+    assert len({h.node_id for h in hits}) == len(hits)
+    assert all(a.score >= b.score for a, b in zip(hits, hits[1:]))

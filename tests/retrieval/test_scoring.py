@@ -152,3 +152,14 @@ def test_fused_with_seeds_adds_missing_seeds_on_their_rank_and_leaves_weight_zer
     assert ids.index("s") < ids.index("b") and with_seed[ids.index("s")].why == "seed"
     assert [h.score for h in with_seed] == sorted((h.score for h in with_seed), reverse=True)
     assert "s" not in [h.node_id for h in fused_with_seeds(ranked, seeds, 1.0)]
+
+
+def test_a_short_list_is_filled_with_the_seeds_it_lacks_after_its_own():
+    from backend.retrieval.scoring import SEED_WHY, filled_with_seeds
+    from backend.types import ScoredNode
+
+    ranked = [ScoredNode(node_id="a", score=0.9, why="hop"), ScoredNode(node_id="b", score=0.4, why="hop")]
+    out = filled_with_seeds(ranked, ["b", "s", "t", "u"], 4)
+    assert [h.node_id for h in out] == ["a", "b", "s", "t"]  # its own first, then the seeds it lacks, in order
+    assert out[:2] == ranked and all(h.why.startswith(SEED_WHY) and h.score == 0.4 for h in out[2:])
+    assert filled_with_seeds(ranked, ["s"], 2) == ranked  # already long enough

@@ -26,7 +26,7 @@ from backend.retrieval.fif.memory import (
     strategy_of,
 )
 from backend.retrieval.fif.scores import QuestionScores
-from backend.retrieval.scoring import SEED_WHY, fused_with_seeds, order_rows, top_rows
+from backend.retrieval.scoring import SEED_WHY, filled_with_seeds, fused_with_seeds, order_rows, top_rows
 from backend.types import AgentStep, DecomposeStep, ScoredNode, Strategy, SubQuery, Trace
 
 log = logging.getLogger(__name__)
@@ -304,6 +304,9 @@ class FiFAgent:
         weight = self._seed_weight(memory)
         if weight > 0:
             results = self._with_seeds(memory, results, weight)
+        if len(results) < top_k:
+            # The hops kept fewer units than asked for: the question's direct matches follow.
+            results = filled_with_seeds(results, self._seeds(memory, top_k), top_k)
         results = results[:top_k]
         answered = sum(s.status == "answered" for s in memory.subqueries)
         trace.add(AgentStep(
@@ -334,9 +337,12 @@ class FiFAgent:
     def _with_seeds(self, memory: Memory, results: list[ScoredNode], weight: float) -> list[ScoredNode]:
         """The reranked memory fused with the whole question's best components (the seeds a hop
         starts from): a seed the agent never kept still gets in, on its rank."""
+        return fused_with_seeds(results, self._seeds(memory, self.cfg.shortlist), weight, seed_why=SEED_WHY)
+
+    def _seeds(self, memory: Memory, n: int) -> list[str]:
+        """The whole question's n best components (the seeds a hop starts from)."""
         whole = self.scores.comp_scores(memory.query, 0)
-        seeds = [self.view.comp_ids[r] for r in top_rows(whole, self.cfg.shortlist)]
-        return fused_with_seeds(results, seeds, weight, seed_why=SEED_WHY)
+        return [self.view.comp_ids[r] for r in top_rows(whole, n)]
 
     def _rerank_candidates(self, query: str, ids: list[str], found_by: dict[str, list[T.FoundBy]]) -> list[T.RerankCandidate]:
         corpus, view = self.corpus, self.view
