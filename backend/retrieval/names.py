@@ -61,18 +61,23 @@ def _count_names(corpus) -> DocumentNames:
     return DocumentNames({w: tuple(sorted(ds)) for w, ds in by_word.items()})
 
 
-def question_names(question: str) -> list[str]:
-    """The question's words written as names (with a capital letter, not the first word), as
-    BM25's stemmed tokens ("Apple's" -> "appl")."""
+def question_names(question: str) -> dict[str, str]:
+    """The question's words written as names (with a capital letter, not the first word): BM25's
+    stemmed token -> the word as the question writes it ("appl" -> "Apple")."""
     words = [w for w in WORD.findall(question)[1:] if any(ch.isupper() for ch in w)]
-    return [t for ts in tokenize(words) for t in ts if len(t) >= MIN_WORD_CHARS] if words else []
+    out: dict[str, str] = {}
+    for word, tokens in zip(words, tokenize(words) if words else [], strict=True):
+        for t in tokens:
+            if len(t) >= MIN_WORD_CHARS:
+                out.setdefault(t, word)
+    return out
 
 
 def named_documents(corpus, question: str) -> tuple[dict[str, list[str]], set[str]]:
-    """(name word -> the documents it names, for the question's name words that name some;
-    the union of those documents)."""
+    """(the question's name words that name some documents, as it writes them -> those
+    documents; the union of those documents)."""
     names = document_names(corpus).by_word
-    found = {w: list(names[w]) for w in dict.fromkeys(question_names(question)) if w in names}
+    found = {word: list(names[t]) for t, word in question_names(question).items() if t in names}
     return found, {d for docs in found.values() for d in docs}
 
 

@@ -42,10 +42,10 @@ def test_a_document_s_names_are_its_own_words_not_the_shared_boilerplate(filings
 
 
 def test_only_the_words_a_question_writes_as_names_count(filings):
-    assert question_names("Did GLOBEX repurchase shares of Apple's stock?") == ["globex", "appl"]
-    assert question_names("Globex repurchased shares?") == []  # the first word is capitalised anyway
+    assert question_names("Did GLOBEX repurchase shares of Apple's stock?") == {"globex": "GLOBEX", "appl": "Apple"}
+    assert question_names("Globex repurchased shares?") == {}  # the first word is capitalised anyway
     found, docs = named_documents(filings, QUESTION)
-    assert set(found) == {"globex"} and _files(filings, docs) == {"2023_Q1_GLOBEX.pdf", "2023_Q2_GLOBEX.pdf"}
+    assert set(found) == {"GLOBEX"} and _files(filings, docs) == {"2023_Q1_GLOBEX.pdf", "2023_Q2_GLOBEX.pdf"}
     assert named_documents(filings, "Did the company repurchase globex hammocks?") == ({}, set())
 
 
@@ -57,7 +57,7 @@ def test_on_a_template_corpus_the_named_company_s_filings_come_first(service, fi
         docs = [filings.nodes[h.node_id].doc for h in hits]
         first = {d for d in docs[:2]}
         assert _files(filings, first) <= {"2023_Q1_GLOBEX.pdf", "2023_Q2_GLOBEX.pdf"}, (method, _files(filings, docs))
-        assert any(getattr(s, "index", None) == "names" for s in trace.steps) and any("'globex'" in n for n in trace.notes)
+        assert any(getattr(s, "index", None) == "names" for s in trace.steps) and any("'GLOBEX'" in n for n in trace.notes)
         assert all(a.score >= b.score for a, b in zip(hits, hits[1:]))
 
 
