@@ -27,9 +27,9 @@ import numpy as np
 from backend.graph.entities import MergedEntities, derive_missing_entities, entity_index_text, merge_entities
 from backend.graph.store import WorkspaceStore
 from backend.index.lexical import BM25Index
-from backend.ingest.layout import printed_page_map
 from backend.index.texts import index_texts
 from backend.index.vector import VectorIndex
+from backend.ingest.layout import printed_page_map
 from backend.types import Document, Edge, EdgeKind, Layer, Node, NodeKind, Section
 
 log = logging.getLogger(__name__)
@@ -94,7 +94,8 @@ class Corpus:
         margin_blocks: dict[str, list[tuple[int, str, str]]] | None = None,
     ) -> None:
         """margin_blocks: doc id -> (page, kind, text) of its furniture blocks (store.margin_blocks),
-        from which each document's printed page numbers are fitted (retrieval/references.py)."""
+        from which each document's printed page numbers are fitted (backend.ingest.layout.printed_page_map),
+        for questions that name a page (retrieval/references.py)."""
         self.root = root
         self.generation = generation
         merged = merge_entities(nodes, edges, embeddings)  # MMGraphRAG: one entity node per name across documents
