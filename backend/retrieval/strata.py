@@ -47,9 +47,8 @@ from backend.retrieval.hybrid import HybridRetriever
 from backend.retrieval.mmgraph import MMGraphRetriever
 from backend.retrieval.lilac import LateInteraction, best_of_document, component_neighbours, decompose
 from backend.retrieval.mentions import title_index
-from backend.retrieval.traits import template_share
+from backend.retrieval.traits import HOP_SHARE, SHORT_DOC_PAGES, hop_share, mean_pages, template_share
 from backend.types import (
-    EdgeKind,
     BeamStep,
     DecomposeStep,
     FuseStep,
@@ -64,34 +63,6 @@ RRF_K = 10
 # The entity-backed flat ranking's entity weight: strata's summed tune R@5 is 3.139 with 0.3 and
 # 3.107 with MMGraphRAG's own default 0.2 (tatqa tune 0.908 -> 0.881), so it keeps 0.3.
 FLAT_ENTITY_WEIGHT = 0.3
-HOP_SAMPLE = 2000
-
-
-def mean_pages(corpus) -> float:
-    docs = corpus.documents.values()
-    return sum(d.pages for d in docs) / max(1, len(docs))
-
-
-def hop_share(corpus) -> float:
-    """Fraction of (up to 2,000 sampled) components that lead to another document of the corpus:
-    a PDF link to it, or its title named in their text. A web of named pages (Wikipedia) has
-    many; a pile of separate reports has few. Measured with the title index the partner walk
-    uses, so a corpus whose PDFs carry no link annotations measures the same as one that does."""
-    return corpus.derived(_measure_hop_share)
-
-
-def _measure_hop_share(corpus) -> float:
-    comps = corpus.layers["components"].ids
-    if len(corpus.documents) < 2 or not comps:
-        return 0.0
-    linked = {e.src for e in corpus.edges if e.kind == EdgeKind.DOC_LINK}
-    titles = title_index(corpus)
-    rng = np.random.default_rng(0)  # deterministic sample
-    sample = [comps[i] for i in rng.choice(len(comps), size=min(HOP_SAMPLE, len(comps)), replace=False)]
-    hops = sum(1 for c in sample if c in linked or titles.mentioned(corpus.nodes[c].text, exclude=corpus.nodes[c].doc, limit=1))
-    return hops / len(sample)
-
-
 def spread_over_documents(corpus, ranked: list[ScoredNode], per_doc: int) -> list[ScoredNode]:
     """The first `per_doc` units of every document in rank order, then the rest; scores are
     clipped so they stay non-increasing."""
@@ -110,8 +81,8 @@ def spread_over_documents(corpus, ranked: list[ScoredNode], per_doc: int) -> lis
 class StrataParams(StrategyParams):
     template_share: float = param(0.3, 0.0, 1.0, "Template share at and above which the corpus is treated as boilerplate filings.")
     per_doc_first: int = param(1, 1, 10, "Template corpora: units per document before any document gets more.")
-    short_doc_pages: float = param(3.0, 0.0, 1000.0, "Mean pages per document at and below which the flat ranking is MMGraphRAG's.")
-    hop_share: float = param(0.1, 0.0, 1.0, "Share of components naming or linking another document at and above which a hop alone earns a partner its place.")
+    short_doc_pages: float = param(SHORT_DOC_PAGES, 0.0, 1000.0, "Mean pages per document at and below which the flat ranking is MMGraphRAG's.")
+    hop_share: float = param(HOP_SHARE, 0.0, 1.0, "Share of components naming or linking another document at and above which a hop alone earns a partner its place.")
     partners: int = param(2, 0, 5, "Linked components placed after each anchor (0: no graph walk).")
     links: int = param(1, 0, 1, "1: hop along PDF links between documents; 0: leave them out (to measure the title hop alone).", ui=False)
     mentions: int = param(1, 0, 1, "1: also hop to documents whose title a leading component names; 0: PDF links only.")

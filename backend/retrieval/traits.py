@@ -7,17 +7,29 @@
   collections). On such a corpus BM25 pulls towards whichever filing repeats the question's words:
   strata ranks densely there, and every strategy's hybrid scores default to the dense side
   (`TEMPLATE_ALPHA`, see Retriever.resolve_params).
+- mean pages per document and hop share (the fraction of components that link to or name another
+  document): a web of named pages (Wikipedia: hop share 0.40 on dev-hotpot-pdf) against piles of
+  separate documents (at most 0.02 elsewhere). A corpus of short separate documents (mean pages
+  <= SHORT_DOC_PAGES, hop share < HOP_SHARE; dev-tatqa-pdf's one-table reports) answers each
+  question from one document whose best direct match is the strongest signal, and look-alike
+  documents (the same table rows in another report) pull a traversal away: strategies take their
+  `separate_short_defaults` there (Retriever.resolve_params).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from backend.retrieval.mentions import title_index
+from backend.types import EdgeKind
+
 TEMPLATE_SAMPLE = 400
 TEMPLATE_COSINE = 0.95
 TEMPLATE_BLOCK = 16
 TEMPLATE_SHARE = 0.3  # at and above: a template corpus (0.64 against <= 0.03 on the dev collections)
 TEMPLATE_ALPHA = 0.0  # BM25 weight of hybrid scores on a template corpus, unless a call sets it
+SHORT_DOC_PAGES = 3.0  # mean pages per document at and below which documents are short (set with strata's flat switch)
+HOP_SHARE = 0.1  # hop share at and above which pages form a web (0.40 on dev-hotpot-pdf, <= 0.02 elsewhere)
 
 
 def template_share(corpus) -> float:
@@ -47,3 +59,37 @@ def _measure_template_share(corpus) -> float:
 
 def is_template_corpus(corpus, threshold: float = TEMPLATE_SHARE) -> bool:
     return template_share(corpus) >= threshold
+
+
+HOP_SAMPLE = 2000
+
+
+def mean_pages(corpus) -> float:
+    docs = corpus.documents.values()
+    return sum(d.pages for d in docs) / max(1, len(docs))
+
+
+def hop_share(corpus) -> float:
+    """Fraction of (up to 2,000 sampled) components that lead to another document of the corpus:
+    a PDF link to it, or its title named in their text. A web of named pages (Wikipedia) has
+    many; a pile of separate reports has few. Measured with the title index the partner walk
+    uses, so a corpus whose PDFs carry no link annotations measures the same as one that does."""
+    return corpus.derived(_measure_hop_share)
+
+
+def _measure_hop_share(corpus) -> float:
+    comps = corpus.layers["components"].ids
+    if len(corpus.documents) < 2 or not comps:
+        return 0.0
+    linked = {e.src for e in corpus.edges if e.kind == EdgeKind.DOC_LINK}
+    titles = title_index(corpus)
+    rng = np.random.default_rng(0)  # deterministic sample
+    sample = [comps[i] for i in rng.choice(len(comps), size=min(HOP_SAMPLE, len(comps)), replace=False)]
+    hops = sum(1 for c in sample if c in linked or titles.mentioned(corpus.nodes[c].text, exclude=corpus.nodes[c].doc, limit=1))
+    return hops / len(sample)
+
+
+def is_short_separate_corpus(corpus) -> bool:
+    """Short documents (mean pages <= SHORT_DOC_PAGES) that rarely lead to one another (hop share
+    < HOP_SHARE): separate one-table reports, not a web of pages."""
+    return mean_pages(corpus) <= SHORT_DOC_PAGES and hop_share(corpus) < HOP_SHARE

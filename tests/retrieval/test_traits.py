@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from backend.retrieval.traits import TEMPLATE_ALPHA, is_template_corpus
+from backend.retrieval.traits import TEMPLATE_ALPHA, is_short_separate_corpus, is_template_corpus
 from backend.types import Trace
 from tests.fakes import FILMS, build_corpus
 
@@ -48,3 +48,26 @@ def test_the_flat_baselines_keep_their_alpha_on_a_template_corpus(service, filin
     """hybrid is a floor the others are measured against: it stays what its name says."""
     retriever = service.retriever("hybrid", filings)
     assert retriever.resolve_params({}).alpha == 0.5
+
+
+@pytest.fixture(scope="module")
+def reports(service):
+    """Short separate reports: one page each, naming and linking no other."""
+    docs = {f"report_{i}.pdf": [f"Plant {i} produced {100 + i} tonnes of steel in 2019 and {90 + i} tonnes in 2018.",
+                                f"Revenue of plant {i} rose with demand; costs at plant {i} fell."] for i in range(8)}
+    return build_corpus(service, docs)
+
+
+@pytest.mark.parametrize(("method", "name", "value"), [("mirag", "seed_weight", 1.0), ("fif", "seed_open", 0)])
+def test_short_separate_documents_take_the_strategy_s_own_defaults_unless_the_call_sets_them(service, reports, films, method, name, value):
+    assert is_short_separate_corpus(reports) and not is_short_separate_corpus(films)  # the films name one another
+    retriever = service.retriever(method, reports)
+    trace = Trace(method=method)
+    assert getattr(retriever.resolve_params({}, trace), name) == value
+    assert any("Short separate documents" in n for n in trace.notes)
+    explicit = Trace(method=method)
+    default = type(retriever).Params.resolve(None, {}).model_dump()[name]
+    assert getattr(retriever.resolve_params({name: default}, explicit), name) == default and not explicit.notes
+    assert getattr(service.retriever(method, films).resolve_params({}), name) == default
+    hits = retriever.retrieve("How much steel did plant 3 produce in 2019?", 5, {}, Trace(method=method))
+    assert hits and all(a.score >= b.score for a, b in zip(hits, hits[1:]))

@@ -101,6 +101,7 @@ class MIRAGRetriever(Retriever):
     )
     Params = MIRAGParams
     template_alpha = True
+    separate_short_defaults = {"seed_weight": 1.0}  # fused with the question's seeds (traits.py)
     follows_references = True
 
     def retrieve(self, query: str, top_k: int, params: dict[str, Any], trace: Trace) -> list[ScoredNode]:
