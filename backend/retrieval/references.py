@@ -132,9 +132,11 @@ def _ordinal(k: int) -> str:
 
 def _doc_units(corpus, doc_id: str, refs: References) -> list[tuple[str, str]]:
     """(component id, why) of the labelled units `refs` names in one document."""
-    comps = [corpus.nodes[c] for c in corpus.components_by_doc.get(doc_id, [])]
+    if not refs.labels and not refs.nth_units:
+        return []
+    comps = sorted((corpus.nodes[c] for c in corpus.components_by_doc.get(doc_id, [])), key=lambda n: n.order)
     by_label: dict[tuple[str, str], str] = {}
-    for n in sorted(comps, key=lambda n: n.order):
+    for n in comps:
         lab = unit_label(n.label)
         if lab is not None:
             by_label.setdefault(lab, n.id)
@@ -148,7 +150,7 @@ def _doc_units(corpus, doc_id: str, refs: References) -> list[tuple[str, str]]:
             out.append((by_label[(kind, str(k))], f"the {_ordinal(k)} {kind} named in the question ({kind.title()} {k})"))
             continue
         node_kind = NodeKind.FIGURE if kind == "figure" else NodeKind.TABLE
-        units = [n for n in sorted(comps, key=lambda n: n.order) if n.kind == node_kind]
+        units = [n for n in comps if n.kind == node_kind]
         if units and (k == -1 or k <= len(units)):
             out.append((units[k - 1 if k > 0 else -1].id, f"the {_ordinal(k)} {kind} named in the question (reading order)"))
     return out

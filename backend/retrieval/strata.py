@@ -63,6 +63,8 @@ RRF_K = 10
 # The entity-backed flat ranking's entity weight: strata's summed tune R@5 is 3.139 with 0.3 and
 # 3.107 with MMGraphRAG's own default 0.2 (tatqa tune 0.908 -> 0.881), so it keeps 0.3.
 FLAT_ENTITY_WEIGHT = 0.3
+
+
 def spread_over_documents(corpus, ranked: list[ScoredNode], per_doc: int) -> list[ScoredNode]:
     """The first `per_doc` units of every document in rank order, then the rest; scores are
     clipped so they stay non-increasing."""

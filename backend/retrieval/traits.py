@@ -29,6 +29,7 @@ TEMPLATE_BLOCK = 16
 TEMPLATE_SHARE = 0.3  # at and above: a template corpus (0.64 against <= 0.03 on the dev collections)
 TEMPLATE_ALPHA = 0.0  # BM25 weight of hybrid scores on a template corpus, unless a call sets it
 SHORT_DOC_PAGES = 3.0  # mean pages per document at and below which documents are short (set with strata's flat switch)
+HOP_SAMPLE = 2000  # components sampled for the hop share
 HOP_SHARE = 0.1  # hop share at and above which pages form a web (0.40 on dev-hotpot-pdf, <= 0.02 elsewhere)
 
 
@@ -60,8 +61,6 @@ def _measure_template_share(corpus) -> float:
 def is_template_corpus(corpus, threshold: float = TEMPLATE_SHARE) -> bool:
     return template_share(corpus) >= threshold
 
-
-HOP_SAMPLE = 2000
 
 
 def mean_pages(corpus) -> float:
