@@ -6,6 +6,7 @@ them all (a test checks that it does).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
@@ -30,6 +31,12 @@ class IngestSettings(_Section):
         2048,
         description="Memory (RSS, MiB) for the whole ingest process tree, parent + parse worker: the worker gets what the "
         "parent leaves of it (at most PARSE_MEMORY_MB) and is stopped past its share; its file fails alone.",
+    )
+    parse_processes: int = Field(
+        default_factory=lambda: min(2, os.cpu_count() or 1), ge=1,
+        description="Processes that read the pages of one file (the parse worker and helpers forked from it, inside its "
+        "memory share); 1 reads them in the worker alone. A file with a page over the bounds of its part of the share "
+        "is read in one process.",
     )
     ocr: str = Field("auto", description="OCR engine for pages with no text layer: auto | tesseract | rapidocr | none.")
     ocr_figures: bool = Field(True, description="OCR the text inside raster figures (chart labels) when an OCR engine is installed.")

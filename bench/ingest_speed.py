@@ -16,7 +16,9 @@ slides/brochures).
 
 Variants (--variants, comma-separated; each is an encoder set plus options joined by '+'):
 torch (sentence-transformers, as before issue 9), onnx (fp32 ONNX Runtime), onnx-int8 (int8
-weights), each optionally '+derive' (section and document vectors from their components').
+weights), each optionally '+derive' (section and document vectors from their components') and
+'+one' (the pages of a file read by the parse worker alone, without its page helper: the
+baseline of STRATA_INGEST__PARSE_PROCESSES).
 
 Each row says the load average (1 min) before and after it. Usage:
     python bench/ingest_speed.py [--kinds text,tables,slides] [--variants torch,onnx-int8+derive] [--no-llama]
@@ -153,7 +155,10 @@ def strata_pass(kind: str, files: list[Path], variant: str, encoders, ws_root: P
 
     speed_root = ws_root.parent / "speed" / variant  # the server's measured speed, one per variant
     estimate, measured = strata_estimate(files, speed_root)
-    ingestor = Ingestor(Settings(workspace_root=speed_root), encoders, derive_parents="+derive" in variant)
+    settings = Settings(workspace_root=speed_root)
+    if "+one" in variant:  # the pages of a file read by the parse worker alone (as before page helpers)
+        settings.ingest.parse_processes = 1
+    ingestor = Ingestor(settings, encoders, derive_parents="+derive" in variant)
     before, t0 = load1(), time.perf_counter()
     report = ingestor.ingest(store, files, progress=on_event)
     seconds = time.perf_counter() - t0
@@ -179,9 +184,10 @@ def strata_estimate(files: list[Path], speed_root: Path) -> tuple[float, bool]:
 
 
 def detail_pass(kind: str, files: list[Path], crops: Path) -> dict[str, float]:
-    """Seconds inside find_tables+cell text, page OCR and figure OCR, from an in-process parse."""
+    """Seconds inside find_tables+cell text, page OCR and figure OCR, from an in-process parse in
+    one process (page helpers would spend their time where these wrappers cannot count it)."""
     from backend.config import IngestSettings
-    from backend.ingest import components, extract
+    from backend.ingest import extract, parser
     from backend.ingest.parser import parse_pdf
 
     spent: defaultdict[str, float] = defaultdict(float)
@@ -196,14 +202,14 @@ def detail_pass(kind: str, files: list[Path], crops: Path) -> dict[str, float]:
         return wrapper
 
     originals = {(extract, "_tables"): "tables (in extract)", (extract, "_ocr_tesseract"): "OCR pages (in extract)",
-                 (extract, "_ocr_rapidocr"): "OCR pages (in extract)", (components, "ocr_region"): "OCR figures (in components)"}
+                 (extract, "_ocr_rapidocr"): "OCR pages (in extract)", (parser, "ocr_region"): "OCR figures (before components)"}
     saved = {key: getattr(*key) for key in originals}
     try:
         for (mod, attr), label in originals.items():
             setattr(mod, attr, timed(label, saved[(mod, attr)]))
         t0 = time.perf_counter()
         for path in files:
-            parse_pdf(path, IngestSettings(), crops)
+            parse_pdf(path, IngestSettings(parse_processes=1), crops)
         spent["in-process parse, all"] = time.perf_counter() - t0
     finally:
         for (mod, attr), fn in saved.items():

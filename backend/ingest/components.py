@@ -1,7 +1,8 @@
 """Stage 5: components and subcomponents (LILaC's layers) from the laid-out, sectioned blocks.
 
 paragraph -> sentences (pysbd); table -> one row unit per data row with the header repeated;
-figure -> crop image + caption + upper context (HiKEY) + the text found inside it, and one
+figure -> crop image + caption + upper context (HiKEY) + the text found inside it (the text
+layer's lines, or what parser.py read with OCR into the block's `inner`), and one
 object region per text cluster inside the figure (or the whole figure). Every node has its page
 and box. Also creates the hierarchical (`contains`), reading-order (`next`) and `caption` edges.
 """
@@ -15,7 +16,6 @@ from pathlib import Path
 import pymupdf
 import pysbd
 
-from backend.ingest.extract import ocr_region
 from backend.ingest.hierarchy import Hierarchy
 from backend.ingest.layout import LayoutBlock, join_lines
 from backend.types import FURNITURE_KINDS, NAVIGATION_KINDS, BBox, Block, BlockKind, Edge, EdgeKind, Layer, Node, NodeKind, Section
@@ -119,8 +119,6 @@ class _Builder:
     crops_dir: Path | None
     crop_rel_prefix: str
     crop_dpi: int
-    ocr_engine: str | None
-    ocr_language: str
     captions: dict[int, LayoutBlock]
     caption_of: dict[int, LayoutBlock]
     out: BuiltComponents = field(default_factory=BuiltComponents)
@@ -243,8 +241,6 @@ class _Builder:
         return node_id
 
     def _figure_texts(self, b: LayoutBlock, cap: LayoutBlock | None, upper: str) -> tuple[str, list[tuple[NodeKind, str, BBox]]]:
-        if not b.inner and self.ocr_engine:
-            b.inner = ocr_region(self.pdf[b.page - 1], b.bbox, self.ocr_engine, self.ocr_language)
         inner_text = " ".join(t for _, t in b.inner)
         parts = [p for p in (cap.text if cap is not None else "", inner_text, "" if cap is not None else upper) if p]
         text = "\n".join(parts) or "(figure without text)"
@@ -273,14 +269,12 @@ def build_components(
     crops_dir: Path | None,
     crop_rel_prefix: str,
     crop_dpi: int,
-    ocr_engine: str | None = None,
-    ocr_language: str = "eng",
 ) -> BuiltComponents:
     captions = _attach_captions(blocks)
     block_at = {b.order: b for b in blocks}
     builder = _Builder(
         doc_id=doc_id, sections=sections, owner=owner, heading_section=heading_section, pdf=pdf, crops_dir=crops_dir,
-        crop_rel_prefix=crop_rel_prefix, crop_dpi=crop_dpi, ocr_engine=ocr_engine, ocr_language=ocr_language,
+        crop_rel_prefix=crop_rel_prefix, crop_dpi=crop_dpi,
         captions=captions, caption_of={obj.order: block_at[cap_order] for cap_order, obj in captions.items()},
     )
     builder.structure(hier.title)

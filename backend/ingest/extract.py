@@ -468,6 +468,13 @@ def ocr_unusable() -> str | None:
     return _ocr_failure[0] if _ocr_failure else None
 
 
+def adopt_ocr_failure(reason: str) -> None:
+    """Take on an OCR failure another process of the same parse met (split.py), so that this
+    process, too, reads no more with OCR, as one process would have after the first failure."""
+    if not _ocr_failure:
+        _ocr_failure.append(reason)
+
+
 def _note_ocr_failure(engine: str, exc: BaseException) -> str:
     reason = f"OCR with {engine} failed ({library_reason(exc)})"
     log.warning("OCR with %s failed, OCR is off for the rest of this parse: %s", engine, exc)

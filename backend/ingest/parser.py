@@ -11,6 +11,7 @@ import os
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pymupdf
@@ -18,11 +19,12 @@ import pymupdf
 from backend.config import IngestSettings
 from backend.errors import BadPdfError, clean_text, library_reason, log_name
 from backend.ingest.components import build_components
-from backend.ingest.extract import PageBounds, PageCoster, available_ocr_engine, extract_page, ocr_unusable
+from backend.ingest.extract import PageBounds, PageCoster, RawPage, available_ocr_engine, extract_page, ocr_region, ocr_unusable
 from backend.ingest.hierarchy import assign_sections, build_hierarchy
-from backend.ingest.layout import layout_document
+from backend.ingest.layout import LayoutBlock, layout_document
 from backend.ingest.links import annotation_edges, xref_edges
-from backend.types import Document, Layer, NodeKind, ParsedDocument
+from backend.ingest.split import split_map
+from backend.types import BlockKind, Document, Layer, NodeKind, ParsedDocument
 
 log = logging.getLogger(__name__)
 
@@ -142,17 +144,23 @@ def page_bounds(memory_mb: int) -> PageBounds:
     return PageBounds(max_image_pixels=share // 16, max_stream_bytes=share // 2)
 
 
-def _extract_pages(pdf: pymupdf.Document, name: str, settings: IngestSettings, memory_mb: int, report: ProgressFn) -> tuple[list, list[str]]:
-    """Extract every page within its bounds. A page over a bound is degraded (warnings say how);
-    a page MuPDF cannot read is skipped; a file with nothing readable fails with the reason."""
-    ocr_engine = available_ocr_engine(settings.ocr)
-    bounds = page_bounds(memory_mb)
-    coster = PageCoster(pdf, bounds)
-    warnings: list[str] = []
-    raw_pages = []
-    degraded = 0
-    n_pages = pdf.page_count
-    for i in range(n_pages):
+@dataclass(slots=True)
+class _PageRead:
+    """One page's extraction, as it travels back from whichever process read it."""
+
+    raw: RawPage | None  # None: MuPDF could not read the page
+    warnings: list[str]
+    degraded: bool = False
+    reasons: tuple[str, ...] = ()
+
+
+def _page_reader(name: str, settings: IngestSettings, bounds: PageBounds, ocr_engine: str | None) -> Callable[[pymupdf.Document, int], _PageRead]:
+    """The per-page work of extraction, for split_map: each process plans its pages with its own
+    PageCoster over its own handle (the same counts, so the same plans as one process)."""
+    costers: dict[int, PageCoster] = {}
+
+    def read(pdf: pymupdf.Document, i: int) -> _PageRead:
+        coster = costers.setdefault(id(pdf), PageCoster(pdf, bounds))
         try:
             page = pdf.load_page(i)
             plan = coster.plan(page)
@@ -163,12 +171,46 @@ def _extract_pages(pdf: pymupdf.Document, name: str, settings: IngestSettings, m
             )
         except (RuntimeError, ValueError, pymupdf.mupdf.FzErrorBase) as exc:
             log.warning("page %d of %s: %s", i + 1, log_name(name), exc)
-            warnings.append(f"page {i + 1} could not be read and was skipped: {library_reason(exc)}")
+            return _PageRead(None, [f"page {i + 1} could not be read and was skipped: {library_reason(exc)}"])
+        return _PageRead(raw, page_warnings, plan.degraded, plan.reasons)
+
+    return read
+
+
+def page_processes(pdf: pymupdf.Document, settings: IngestSettings, memory_mb: int) -> int:
+    """How many processes read this file's pages: settings.parse_processes when every page fits
+    the bounds of an equal part of the memory share (so processes side by side stay inside it),
+    else one. A page over those bounds is read in one process, as before splitting existed."""
+    processes = min(settings.parse_processes, pdf.page_count)
+    if processes < 2:
+        return 1
+    coster = PageCoster(pdf, page_bounds(memory_mb // processes))
+    try:
+        if any(coster.plan(pdf.load_page(i)).degraded for i in range(pdf.page_count)):
+            return 1
+    except (RuntimeError, ValueError, pymupdf.mupdf.FzErrorBase):
+        return 1
+    return processes
+
+
+def _extract_pages(pdf: pymupdf.Document, path: Path, name: str, settings: IngestSettings, memory_mb: int, processes: int,
+                   report: ProgressFn) -> tuple[list, list[str]]:
+    """Extract every page within its bounds. A page over a bound is degraded (warnings say how);
+    a page MuPDF cannot read is skipped; a file with nothing readable fails with the reason."""
+    ocr_engine = available_ocr_engine(settings.ocr)
+    reads = split_map(pdf, path, range(pdf.page_count), _page_reader(name, settings, page_bounds(memory_mb), ocr_engine),
+                      processes=processes, opener=_open_pdf, report=lambda done, total: report("extract", done, total))
+    warnings: list[str] = []
+    raw_pages = []
+    degraded = 0
+    for read in reads:
+        if read.raw is None:
+            warnings.extend(read.warnings)
             continue
-        degraded += plan.degraded
-        warnings.extend(w for w in page_warnings if not (plan.degraded and w in plan.reasons and degraded > MAX_PAGE_WARNINGS))
-        raw_pages.append(raw)
-        report("extract", i + 1, n_pages)
+        degraded += read.degraded
+        warnings.extend(w for w in read.warnings if not (read.degraded and w in read.reasons and degraded > MAX_PAGE_WARNINGS))
+        raw_pages.append(read.raw)
+    n_pages = pdf.page_count
     if degraded > MAX_PAGE_WARNINGS:
         warnings.append(f"{degraded} pages in all were over the parser's per-page bounds (the first {MAX_PAGE_WARNINGS} are listed)")
     if not raw_pages:
@@ -179,6 +221,23 @@ def _extract_pages(pdf: pymupdf.Document, name: str, settings: IngestSettings, m
     if not any(p.blocks for p in raw_pages):
         warnings.append("no text found on any page" + ("" if ocr_engine else " and no OCR engine is installed (install tesseract-ocr)"))
     return raw_pages, warnings
+
+
+def _ocr_figures(pdf: pymupdf.Document, path: Path, blocks: list[LayoutBlock], engine: str | None, settings: IngestSettings,
+                 processes: int, report: ProgressFn) -> None:
+    """The text inside raster figures (chart labels, screenshots), read with OCR into each figure
+    block's `inner` before the components are built; shared among the page processes."""
+    figures = [b for b in blocks if b.kind == BlockKind.FIGURE and not b.inner]
+    if engine is None or not settings.ocr_figures or not figures:
+        return
+
+    def read(doc: pymupdf.Document, b: LayoutBlock) -> list:
+        return ocr_region(doc[b.page - 1], b.bbox, engine, settings.ocr_language)
+
+    found = split_map(pdf, path, figures, read, processes=processes, opener=_open_pdf,
+                      report=lambda done, total: report("components", done, total))
+    for b, inner in zip(figures, found):
+        b.inner = inner
 
 
 def _doc_card(title: str, sections, toc_entries: list[str]) -> str:
@@ -221,10 +280,12 @@ def parse_pdf(
     progress: ProgressFn | None = None,
     display_name: str | None = None,
     memory_mb: int | None = None,
+    tell_processes: Callable[[int], None] | None = None,
 ) -> ParsedDocument:
     """Parse one PDF. Crops go to crops_root/<doc id>/ when crops_root is given. display_name: the
     file as the user named it (messages and the document's name); memory_mb: the memory share of
-    the process (settings.parse_memory_mb when None), which sizes the per-page bounds."""
+    the process (settings.parse_memory_mb when None), which sizes the per-page bounds;
+    tell_processes(n): how many processes will read the pages (page_processes)."""
     name = clean_text(display_name or path.name)
     report = progress or (lambda stage, done, total: None)
     timings: dict[str, float] = {}
@@ -235,7 +296,11 @@ def parse_pdf(
     timings["open"] = time.perf_counter() - t0
     try:
         t = time.perf_counter()
-        raw_pages, warnings = _extract_pages(pdf, name, settings, memory_mb or settings.parse_memory_mb, report)
+        memory_mb = memory_mb or settings.parse_memory_mb
+        processes = page_processes(pdf, settings, memory_mb)
+        if tell_processes is not None:
+            tell_processes(processes)
+        raw_pages, warnings = _extract_pages(pdf, path, name, settings, memory_mb, processes, report)
         timings["extract"] = time.perf_counter() - t
         ocr_engine = available_ocr_engine(settings.ocr)
         n_pages = pdf.page_count
@@ -256,6 +321,7 @@ def parse_pdf(
         report("hierarchy", n_pages, n_pages)
 
         t = time.perf_counter()
+        _ocr_figures(pdf, path, blocks, ocr_engine, settings, processes, report)
         crops_dir = None
         if crops_root is not None:
             crops_dir = crops_root / doc_id
@@ -263,7 +329,6 @@ def parse_pdf(
         built = build_components(
             doc_id=doc_id, blocks=blocks, hier=hier, sections=sections, owner=owner, heading_section=heading_section,
             pdf=pdf, crops_dir=crops_dir, crop_rel_prefix=f"crops/{doc_id}", crop_dpi=settings.crop_dpi,
-            ocr_engine=ocr_engine if settings.ocr_figures else None, ocr_language=settings.ocr_language,
         )
         timings["components"] = time.perf_counter() - t
         report("components", n_pages, n_pages)

@@ -140,20 +140,25 @@ def _parse_one(request: str, settings: IngestSettings, memory_mb: int) -> None:
     from backend.ingest.extract import ocr_unusable
     from backend.ingest.parser import parse_pdf
 
-    path, crops_root, display_name = json.loads(request)
+    path, crops_root, display_name, *one_process = json.loads(request)  # [path, crops root, name(, one process)]
+    if any(one_process):
+        settings = settings.model_copy(update={"parse_processes": 1})
 
     def progress(stage: str, done: int, total: int) -> None:
         _send(["progress", stage, done, total])
 
     try:
-        parsed = parse_pdf(Path(path), settings, Path(crops_root) if crops_root else None, progress, display_name, memory_mb)
+        parsed = parse_pdf(
+            Path(path), settings, Path(crops_root) if crops_root else None, progress, display_name, memory_mb,
+            tell_processes=lambda n: _send(["processes", n]),
+        )
         if ocr_unusable() is not None:
             _send(["recycle"])  # OCR is stuck in this process: the next file needs a fresh worker
         _reply_line('["ok", ' + _dump(parsed) + "]")
     except BadPdfError as exc:
         _send(["error", exc.reason])
     except MemoryError:
-        _send(["error", _memory_reason(memory_mb, settings)])
+        _send(["error", _memory_reason(memory_mb, settings), "memory"])
     except Exception as exc:  # noqa: BLE001 - any parser failure is this file's failure, reported as data
         log.warning("parsing %s failed", log_name(display_name), exc_info=True)
         _send(["recycle"])  # whatever state the library was left in stays with this process
@@ -196,6 +201,11 @@ def _death_reason(code: int | None, share_mb: int, settings: IngestSettings) -> 
     return f"the parser process stopped while reading this file (exit code {code}); " + _memory_reason(share_mb, settings)
 
 
+class _SplitStopped(BadPdfError):
+    """A file read in several processes (split.py) stopped for memory or died: it is read again
+    in one process, where it may fit (ParseWorker.parse)."""
+
+
 class ParseWorker:
     """One long-lived worker process (`python -m backend.ingest.worker`); restarted after a crash,
     a timeout, a kill for memory, or when the parent has grown into the worker's share."""
@@ -207,6 +217,7 @@ class ParseWorker:
         self.share_mb = 0  # the running worker's memory limit
         self.peak_tree_rss = 0  # bytes, parent + worker, the most seen while watching
         self._recycle = False  # the worker asked to be replaced after its current file
+        self._split = False  # the file being parsed is read in several processes
 
     @staticmethod
     def _pump(stream, lines: queue.Queue) -> None:
@@ -233,6 +244,7 @@ class ParseWorker:
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "backend.ingest.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             env=env, cwd=str(REPO_ROOT), text=True, bufsize=1,
+            start_new_session=True,  # its own process group: a kill ends its page helpers with it
         )
         self.share_mb = share_mb
         self._lines = queue.Queue()
@@ -240,8 +252,11 @@ class ParseWorker:
 
     def _kill(self) -> None:
         if self._proc is not None:
-            if self._proc.poll() is None:
-                self._proc.kill()
+            try:
+                os.killpg(self._proc.pid, signal.SIGKILL)  # the worker and its page helpers
+            except (AttributeError, ProcessLookupError, PermissionError):
+                if self._proc.poll() is None:
+                    self._proc.kill()
             try:
                 self._proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
@@ -298,11 +313,21 @@ class ParseWorker:
         return tree > self._settings.memory_budget_mb * 2**20 and worker > left
 
     def parse(self, path: Path, crops_root: Path | None, display_name: str, progress: ProgressFn | None = None) -> ParsedDocument:
-        """Parse one file in the worker; raises BadPdfError (one plain line) for any failure of that file."""
+        """Parse one file in the worker; raises BadPdfError (one plain line) for any failure of that file.
+        A file whose pages were read in several processes and that stopped for memory, or killed
+        the worker, is read again in one process before it fails."""
+        try:
+            return self._parse(path, crops_root, display_name, progress, one_process=False)
+        except _SplitStopped as exc:
+            log.warning("%s stopped while read in several processes (%s); reading it in one", log_name(display_name), exc.reason)
+            return self._parse(path, crops_root, display_name, progress, one_process=True)
+
+    def _parse(self, path: Path, crops_root: Path | None, display_name: str, progress: ProgressFn | None, one_process: bool) -> ParsedDocument:
         proc = self._ready()
         assert proc.stdin is not None
+        self._split = False
         try:
-            proc.stdin.write(json.dumps([str(path), str(crops_root) if crops_root else None, display_name]) + "\n")
+            proc.stdin.write(json.dumps([str(path), str(crops_root) if crops_root else None, display_name, one_process]) + "\n")
             proc.stdin.flush()
         except (BrokenPipeError, OSError):
             code = proc.poll()
@@ -324,7 +349,7 @@ class ParseWorker:
                 share = self.share_mb
                 self._kill()
                 log.warning("stopped the parse worker on %s: the process tree passed the memory budget", log_name(display_name))
-                raise BadPdfError(display_name, "the parser was stopped: " + _memory_reason(share, self._settings))
+                raise self._failure(display_name, "the parser was stopped: " + _memory_reason(share, self._settings), memory=True)
             try:
                 line = self._lines.get(timeout=min(left, WATCH_INTERVAL_S))
             except queue.Empty:
@@ -336,7 +361,7 @@ class ParseWorker:
                     code = None
                 share = self.share_mb
                 self._kill()
-                raise BadPdfError(display_name, _death_reason(code, share, self._settings))
+                raise self._failure(display_name, _death_reason(code, share, self._settings), memory=True)
             try:
                 msg = json.loads(line)
             except json.JSONDecodeError:  # not a reply: something printed past the channel
@@ -345,12 +370,19 @@ class ParseWorker:
             if msg[0] == "progress":
                 if progress is not None:
                     progress(msg[1], msg[2], msg[3])
+            elif msg[0] == "processes":
+                self._split = msg[1] > 1
             elif msg[0] == "recycle":
                 self._recycle = True
             elif msg[0] == "ok":
                 return ParsedDocument.model_validate(msg[1])
             else:
-                raise BadPdfError(display_name, msg[1])
+                raise self._failure(display_name, msg[1], memory=msg[2:] == ["memory"])
+
+    def _failure(self, display_name: str, reason: str, memory: bool) -> BadPdfError:
+        """The error for a file that failed: one to read again in one process when it was read in
+        several and stopped for memory (or the worker died), else the file's failure."""
+        return (_SplitStopped if memory and self._split else BadPdfError)(display_name, reason)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ def test_the_worker_gets_what_the_parent_leaves_of_the_budget():
 def test_a_worker_killed_mid_file_fails_that_file_and_the_next_one_parses(tmp_path):
     slow = hostile.text_pdf(tmp_path / "long.pdf", pages=300, lines=30)
     good = hostile.text_pdf(tmp_path / "good.pdf")
-    with ParseWorker(IngestSettings()) as worker:
+    with ParseWorker(IngestSettings(parse_processes=1)) as worker:
         first_pid: list[int] = []
 
         def kill_on_first_progress(stage: str, done: int, total: int) -> None:
@@ -42,6 +42,50 @@ def test_a_worker_killed_mid_file_fails_that_file_and_the_next_one_parses(tmp_pa
         parsed = worker.parse(good, None, "good.pdf")
         assert parsed.document.file_name == "good.pdf"
         assert worker._proc.pid != first_pid[0], "the next file gets a fresh worker"
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_a_file_read_in_two_processes_is_read_again_in_one_when_the_worker_is_killed(tmp_path):
+    """SIGKILL is what the kernel's OOM killer sends: two processes side by side may not fit
+    where one does, so the file is read again in one process before it fails; the killed
+    worker's page helper dies with it."""
+    slow = hostile.text_pdf(tmp_path / "long.pdf", pages=300, lines=30)
+    with ParseWorker(IngestSettings(parse_processes=2)) as worker:
+        killed: list[int] = []
+        stages: list[tuple[str, int]] = []
+
+        def kill_on_first_progress(stage: str, done: int, total: int) -> None:
+            stages.append((stage, done))
+            if not killed:
+                killed.append(worker._proc.pid)
+                os.kill(worker._proc.pid, signal.SIGKILL)
+
+        parsed = worker.parse(slow, None, "long.pdf", kill_on_first_progress)
+        assert parsed.document.pages == 300 and worker._proc.pid != killed[0]
+        assert not _group_alive(killed[0]), "the first worker's helper is gone with it"
+        assert stages.count(("extract", 1)) == 2, "extraction started over in the fresh worker"
+
+
+def test_a_file_killed_in_one_process_too_fails_once_read_again(tmp_path):
+    slow = hostile.text_pdf(tmp_path / "long.pdf", pages=300, lines=30)
+    with ParseWorker(IngestSettings(parse_processes=2)) as worker:
+        pids: list[int] = []
+
+        def kill_every_worker(stage: str, done: int, total: int) -> None:
+            if worker._proc.pid not in pids:
+                pids.append(worker._proc.pid)
+                os.kill(worker._proc.pid, signal.SIGKILL)
+
+        with pytest.raises(BadPdfError) as failed:
+            worker.parse(slow, None, "long.pdf", kill_every_worker)
+        assert "SIGKILL" in failed.value.reason and len(pids) == 2, "read twice (two processes, then one), then failed"
 
 
 def test_the_parent_stops_a_worker_past_the_budget(tmp_path, monkeypatch):
