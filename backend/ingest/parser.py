@@ -23,7 +23,7 @@ from backend.ingest.extract import PageBounds, PageCoster, RawPage, available_oc
 from backend.ingest.hierarchy import assign_sections, build_hierarchy
 from backend.ingest.layout import LayoutBlock, layout_document
 from backend.ingest.links import annotation_edges, xref_edges
-from backend.ingest.split import split_map
+from backend.ingest.split import resident_mb, split_map
 from backend.types import BlockKind, Document, Layer, NodeKind, ParsedDocument
 
 log = logging.getLogger(__name__)
@@ -35,6 +35,10 @@ CARD_MAX_CHARS = 1500
 MAX_OUTLINE_DEPTH = 64  # deeper outline levels are cut (a valid file may nest 2,000 deep)
 MAX_OUTLINE_ENTRIES = 100_000
 MAX_PAGE_WARNINGS = 20  # degraded pages past this are counted, not listed
+# What reading pages may add to each process. Measured peaks over a fresh worker's 104 MiB, tree
+# counted as the parent's watch counts it: a 23-slide scanned deck (page OCR at 200 dpi) 202 MiB
+# in one process, 151 MiB in two together; a 40-page manual with OCR'd figures 98 and 119 MiB.
+PAGE_WORK_MB = 160
 ProgressFn = Callable[[str, int, int], None]
 
 
@@ -178,10 +182,13 @@ def _page_reader(name: str, settings: IngestSettings, bounds: PageBounds, ocr_en
 
 
 def page_processes(pdf: pymupdf.Document, settings: IngestSettings, memory_mb: int) -> int:
-    """How many processes read this file's pages: settings.parse_processes when every page fits
-    the bounds of an equal part of the memory share (so processes side by side stay inside it),
-    else one. A page over those bounds is read in one process, as before splitting existed."""
+    """How many processes read this file's pages: settings.parse_processes when the share holds
+    what the worker holds now plus PAGE_WORK_MB for each, and every page fits the bounds of an
+    equal part of the share (so processes side by side stay inside it); else fewer, down to one.
+    A page over those bounds is read in one process, as before splitting existed."""
     processes = min(settings.parse_processes, pdf.page_count)
+    while processes > 1 and resident_mb() + processes * PAGE_WORK_MB > memory_mb:
+        processes -= 1  # each process may add PAGE_WORK_MB to what the worker holds now
     if processes < 2:
         return 1
     coster = PageCoster(pdf, page_bounds(memory_mb // processes))

@@ -35,6 +35,14 @@ PR_SET_PDEATHSIG = 1  # prctl option: the signal a process gets when its parent 
 MAX_FD = 65536
 
 
+def resident_mb() -> int:
+    """This process's resident memory in MiB (0 where /proc is not there)."""
+    try:
+        return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 2**20
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 def _bound_to(parent: int, keep: int) -> None:
     """Make a fresh helper die with the process that forked it (the kernel's OOM killer or the
     parent's watch may kill that one alone) and hold none of its descriptors but `keep`: an

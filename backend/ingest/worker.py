@@ -45,7 +45,10 @@ ADDRESS_SLACK_MB = 384
 
 
 def _rss_bytes(pid: int) -> int:
-    """Resident memory of one process and all its descendants (psutil when installed, else /proc)."""
+    """Resident memory of one process and all its descendants (psutil when installed, else /proc).
+    A descendant forked without exec (a page helper, split.py: same command line as its parent)
+    shares the pages it inherited, so it counts its private pages only (its unique set size);
+    by RSS a helper would count the worker a second time."""
     try:
         import psutil
     except ImportError:
@@ -55,7 +58,8 @@ def _rss_bytes(pid: int) -> int:
         total = proc.memory_info().rss
         for child in proc.children(recursive=True):
             try:
-                total += child.memory_info().rss
+                forked = child.cmdline() == psutil.Process(child.ppid()).cmdline()
+                total += child.memory_full_info().uss if forked else child.memory_info().rss
             except psutil.Error:
                 pass
         return total
@@ -63,17 +67,28 @@ def _rss_bytes(pid: int) -> int:
         return 0
 
 
-def _proc_rss(pid: int) -> int:
-    """VmRSS of pid and its children from /proc (Linux); 0 where /proc is not there."""
+def _proc_field_kb(path: Path, *names: str) -> int:
     total = 0
+    for line in path.read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in names:
+            total += int(value.split()[0])
+    return total * 1024
+
+
+def _proc_rss(pid: int, parent_cmdline: bytes | None = None) -> int:
+    """_rss_bytes from /proc (Linux); 0 where /proc is not there."""
+    root = Path(f"/proc/{pid}")
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                total += int(line.split()[1]) * 1024
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        cmdline = (root / "cmdline").read_bytes()
+        if cmdline == parent_cmdline:  # forked without exec: its private pages
+            total = _proc_field_kb(root / "smaps_rollup", "Private_Clean", "Private_Dirty")
+        else:
+            total = _proc_field_kb(root / "status", "VmRSS")
+        children = [c for task in (root / "task").iterdir() for c in (task / "children").read_text().split()]
     except (OSError, ValueError):
-        return total
-    return total + sum(_proc_rss(int(c)) for c in children)
+        return 0
+    return total + sum(_proc_rss(int(c), cmdline) for c in children)
 
 
 def worker_share_mb(settings: IngestSettings, parent_rss: int) -> int:

@@ -12,7 +12,7 @@ import pymupdf
 import pytest
 
 from backend.config import IngestSettings
-from backend.ingest import extract
+from backend.ingest import extract, parser
 from backend.ingest.parser import _open_pdf, page_processes, parse_pdf
 from backend.ingest.split import split_map
 from backend.types import NodeKind
@@ -123,7 +123,9 @@ def test_an_ocr_failure_in_a_helper_turns_ocr_off_in_the_worker(tmp_path, monkey
     assert extract.ocr_unusable() == "OCR with tesseract failed (std::bad_alloc)"
 
 
-def test_a_page_too_big_for_half_the_share_is_read_in_one_process(tmp_path):
+def test_a_page_too_big_for_half_the_share_is_read_in_one_process(tmp_path, monkeypatch):
+    monkeypatch.setattr(parser, "resident_mb", lambda: 0)
+    monkeypatch.setattr(parser, "PAGE_WORK_MB", 0)
     path = tmp_path / "photo.pdf"
     doc = pymupdf.open()
     doc.new_page().insert_text((72, 72), "a page of text")
@@ -136,3 +138,13 @@ def test_a_page_too_big_for_half_the_share_is_read_in_one_process(tmp_path):
         assert page_processes(pdf, settings, 256) == 1
         assert page_processes(pdf, settings, 1024) == 2
         assert page_processes(pdf, settings.model_copy(update={"parse_processes": 1}), 1024) == 1
+
+
+def test_a_worker_without_room_for_a_helper_reads_alone(tmp_path, monkeypatch):
+    monkeypatch.setattr(parser, "resident_mb", lambda: 100)
+    pdf, _ = _numbered(tmp_path, 4)
+    settings = IngestSettings(parse_processes=2)
+    room = 100 + 2 * parser.PAGE_WORK_MB  # what the worker holds now and what each process may add
+    assert page_processes(pdf, settings, room - 1) == 1
+    assert page_processes(pdf, settings, room) == 2
+    assert page_processes(pdf, settings.model_copy(update={"parse_processes": 3}), room) == 2, "as many as fit"

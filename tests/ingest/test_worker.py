@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 
 import pytest
 
@@ -162,3 +163,27 @@ def test_rss_from_proc_matches_psutil():
     psutil = pytest.importorskip("psutil")
     ours, theirs = worker_mod._proc_rss(os.getpid()), psutil.Process().memory_info().rss
     assert abs(ours - theirs) < 0.1 * theirs
+
+
+def test_a_forked_helper_counts_its_own_pages_not_the_ones_it_shares():
+    """A page helper forked from the worker shares the worker's pages; by RSS the tree would hold
+    them twice and a 200 MiB worker with a helper would look like 400 MiB."""
+    psutil = pytest.importorskip("psutil")
+    held = b"\x01" * (200 * 2**20)  # resident in this process, shared with the child after fork
+    ready_r, ready_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the helper: 64 MiB of its own
+        own = b"\x02" * (64 * 2**20)
+        os.write(ready_w, b"x")
+        time.sleep(60 + len(own) * 0)
+        os._exit(0)
+    try:
+        os.read(ready_r, 1)
+        for measure in (worker_mod._rss_bytes, worker_mod._proc_rss):
+            alone = psutil.Process().memory_info().rss
+            extra = measure(os.getpid()) - alone
+            assert 48 * 2**20 < extra < 150 * 2**20, (measure.__name__, extra >> 20)
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        del held
