@@ -222,6 +222,9 @@ class OnnxTextEncoder:
                 opts = ort.SessionOptions()
                 opts.intra_op_num_threads = threads
                 opts.inter_op_num_threads = 1
+                # Batches run while the parse worker and its OCR use the other core: idle ORT
+                # threads that spin for work take CPU from them (slides ingest 6% slower).
+                opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
                 self._sessions[threads] = ort.InferenceSession(str(self.file), opts, providers=["CPUExecutionProvider"])
             return self._sessions[threads]
 
