@@ -329,9 +329,10 @@ def parse_pdf(
 
         t = time.perf_counter()
         _ocr_figures(pdf, path, blocks, ocr_engine, settings, processes, report)
-        crops_dir = None
-        if crops_root is not None:
-            crops_dir = crops_root / doc_id
+        timings["figure OCR"] = time.perf_counter() - t
+        t = time.perf_counter()
+        crops_dir = crops_root / doc_id if crops_root is not None else None
+        if crops_dir is not None:
             crops_dir.mkdir(parents=True, exist_ok=True)
         built = build_components(
             doc_id=doc_id, blocks=blocks, hier=hier, sections=sections, owner=owner, heading_section=heading_section,

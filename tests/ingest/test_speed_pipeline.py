@@ -152,3 +152,66 @@ def test_models_load_after_the_first_file_parses_and_never_for_a_batch_that_all_
     before = events[: calls[0]]
     assert any(e.doc == "cool_streets_report.pdf" and e.stage not in ("open",) for e in before), "after the first parse"
     assert not any(e.stage == "encode" for e in before)
+
+
+class _Recording:
+    """A real encoder that records every text it is asked to encode."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.name, self.seen = inner, f"recorded-{inner.name}", []
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    def encode(self, texts):
+        self.seen += texts
+        return self.inner.encode(texts)
+
+    def count_tokens(self, text: str) -> int:
+        return self.inner.count_tokens(text)
+
+
+def _boilerplate_pdf(path: Path, own: str) -> Path:
+    """A filing-like PDF: the same risk paragraph twice, a disclaimer every sibling shares, and a
+    paragraph of its own."""
+    shared = ("Risk factors. Our results could be affected by changes in foreign exchange rates, supply chain "
+              "constraints and the competitive markets in which the Company operates, among other matters.")
+    disclaimer = ("This report contains forward-looking statements that involve risks and uncertainties; actual "
+                  "results may differ materially from those described here.")
+    doc = pymupdf.open()
+    for text in (shared, own, shared, disclaimer):
+        page = doc.new_page()
+        page.insert_textbox(pymupdf.Rect(72, 72, 520, 400), text, fontsize=11)
+    doc.save(path)
+    doc.close()
+    return path
+
+
+def test_a_text_seen_before_in_the_batch_is_not_encoded_again_and_gets_its_own_vector(tmp_path):
+    text = _Recording(WordLlamaEncoder())
+    encoders = EncoderSet(text, WordLlamaEncoder())
+    files = [_boilerplate_pdf(tmp_path / "q1.pdf", "In the first quarter net sales rose to 90 billion dollars."),
+             _boilerplate_pdf(tmp_path / "q2.pdf", "In the second quarter net sales fell to 81 billion dollars.")]
+    settings = Settings(workspace_root=tmp_path / "root", load_sample=False)
+    store = WorkspaceStore(tmp_path / "root" / "ws", create=True)
+    try:
+        ingestor = pipeline.Ingestor(settings, encoders, derive_parents=True)
+        report = ingestor.ingest(store, files)
+        nodes, vectors = store.all_nodes()
+    finally:
+        store.close()
+    assert [f.status for f in report.files] == ["ingested", "ingested"]
+    assert len(text.seen) == len(set(text.seen)), "every distinct text encoded once"
+    assert ingestor.encoded[text.name] == len(text.seen)
+    comps = [n for n in nodes if n.layer == Layer.COMPONENT]
+    by_text: dict[str, list] = {}
+    for n in comps:
+        by_text.setdefault(n.text, []).append(n)
+    repeated = [group for group in by_text.values() if len(group) > 1]
+    assert len(repeated) >= 2 and len(comps) == 8 and len(text.seen) == 4
+    fresh = WordLlamaEncoder()
+    for group in repeated:  # within a file and across the two files
+        want = fresh.encode([group[0].text])[0]
+        for n in group:
+            assert np.allclose(vectors[n.id], vectors[group[0].id]) and vectors[n.id].shape == want.shape
