@@ -109,3 +109,30 @@ def test_many_texts_of_mixed_lengths_get_the_vectors_of_one_at_a_time(cache):
     many = enc.encode(texts)
     one = np.stack([enc.encode([t])[0] for t in TEXTS])
     assert (many[::4] * one).sum(axis=1).min() > 0.9999
+
+
+def test_the_default_cpu_path_never_imports_torch(cache):
+    """Deciding the device does not import torch where no NVIDIA driver loads: the ingest parent
+    stays ~170 MiB smaller (that memory is the parse worker's share). A fresh process, since
+    this one has torch already."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    OnnxTextEncoder(IndexSettings(device="cpu"), cache).dim  # the export itself needs torch: done here
+    code = (
+        "import json, sys\nfrom pathlib import Path\n"
+        "from backend.config import IndexSettings\n"
+        "from backend.index.encoders import build_encoders, cuda_driver_present\n"
+        "enc = build_encoders(IndexSettings(), onnx_cache=Path(sys.argv[1]))\n"
+        "enc.text.encode(['Net revenue rose.'] * 20); enc.sub.encode(['Net revenue rose.'] * 20)\n"
+        "print(json.dumps(['torch' in sys.modules, cuda_driver_present(), type(enc.text.inner).__name__]))\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", code, str(cache)], cwd=root, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    torch_imported, driver, runtime = json.loads(out.stdout.strip().splitlines()[-1])
+    if driver:
+        pytest.skip("an NVIDIA driver is here: torch decides the device")
+    assert not torch_imported and runtime == "OnnxTextEncoder"
