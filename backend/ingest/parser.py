@@ -19,7 +19,7 @@ import pymupdf
 from backend.config import IngestSettings
 from backend.errors import BadPdfError, clean_text, library_reason, log_name
 from backend.ingest.components import build_components
-from backend.ingest.extract import PageBounds, PageCoster, RawPage, available_ocr_engine, extract_page, ocr_region, ocr_unusable
+from backend.ingest.extract import PageBounds, PageCoster, PagePlan, RawPage, available_ocr_engine, extract_page, ocr_region, ocr_unusable
 from backend.ingest.hierarchy import assign_sections, build_hierarchy
 from backend.ingest.layout import LayoutBlock, layout_document
 from backend.ingest.links import annotation_edges, xref_edges
@@ -158,16 +158,20 @@ class _PageRead:
     reasons: tuple[str, ...] = ()
 
 
-def _page_reader(name: str, settings: IngestSettings, bounds: PageBounds, ocr_engine: str | None) -> Callable[[pymupdf.Document, int], _PageRead]:
+def _page_reader(name: str, settings: IngestSettings, bounds: PageBounds, ocr_engine: str | None,
+                 within_bounds: bool = False) -> Callable[[pymupdf.Document, int], _PageRead]:
     """The per-page work of extraction, for split_map: each process plans its pages with its own
-    PageCoster over its own handle (the same counts, so the same plans as one process)."""
+    PageCoster over its own handle (the same counts, so the same plans as one process).
+    within_bounds: page_processes already counted every page within the bounds of a part of the
+    share, so within `bounds` (the whole share's, larger): each page is read whole, the plan a
+    PageCoster would give it, without counting its content streams a second time."""
     costers: dict[int, PageCoster] = {}
 
     def read(pdf: pymupdf.Document, i: int) -> _PageRead:
         coster = costers.setdefault(id(pdf), PageCoster(pdf, bounds))
         try:
             page = pdf.load_page(i)
-            plan = coster.plan(page)
+            plan = PagePlan() if within_bounds else coster.plan(page)
             raw, page_warnings = extract_page(
                 page, find_tables=settings.find_tables, max_tables=settings.max_tables_per_page,
                 table_layout_model=settings.table_layout_model,
@@ -185,7 +189,8 @@ def page_processes(pdf: pymupdf.Document, settings: IngestSettings, memory_mb: i
     """How many processes read this file's pages: settings.parse_processes when the share holds
     what the worker holds now plus PAGE_WORK_MB for each, and every page fits the bounds of an
     equal part of the share (so processes side by side stay inside it); else fewer, down to one.
-    A page over those bounds is read in one process, as before splitting existed."""
+    A page over those bounds is read in one process, as before splitting existed. More than one
+    also says every page is within page_bounds(memory_mb): _page_reader does not count them again."""
     processes = min(settings.parse_processes, pdf.page_count)
     while processes > 1 and resident_mb() + processes * PAGE_WORK_MB > memory_mb:
         processes -= 1  # each process may add PAGE_WORK_MB to what the worker holds now
@@ -205,7 +210,7 @@ def _extract_pages(pdf: pymupdf.Document, path: Path, name: str, settings: Inges
     """Extract every page within its bounds. A page over a bound is degraded (warnings say how);
     a page MuPDF cannot read is skipped; a file with nothing readable fails with the reason."""
     ocr_engine = available_ocr_engine(settings.ocr)
-    reads = split_map(pdf, path, range(pdf.page_count), _page_reader(name, settings, page_bounds(memory_mb), ocr_engine),
+    reads = split_map(pdf, path, range(pdf.page_count), _page_reader(name, settings, page_bounds(memory_mb), ocr_engine, within_bounds=processes > 1),
                       processes=processes, opener=_open_pdf, report=lambda done, total: report("extract", done, total))
     warnings: list[str] = []
     raw_pages = []

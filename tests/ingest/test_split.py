@@ -148,3 +148,30 @@ def test_a_worker_without_room_for_a_helper_reads_alone(tmp_path, monkeypatch):
     assert page_processes(pdf, settings, room - 1) == 1
     assert page_processes(pdf, settings, room) == 2
     assert page_processes(pdf, settings.model_copy(update={"parse_processes": 3}), room) == 2, "as many as fit"
+
+
+def test_a_split_file_counts_each_page_once_and_reads_it_as_one_process_would(tmp_path, monkeypatch):
+    """page_processes counts every page before it splits a file; the processes then read each page
+    without counting it again, with the plan one process would give it (every page within the
+    bounds of half the share is within the whole share's)."""
+    monkeypatch.setattr(parser, "resident_mb", lambda: 0)
+    pdf, path = _numbered(tmp_path, 6)
+    log = tmp_path / "counted.txt"
+    counted = extract.PageCoster.plan
+
+    def plan(self, page):
+        with log.open("a") as f:  # helpers are forked: a file sees what every process counted
+            f.write(f"{page.number}\n")
+        return counted(self, page)
+
+    monkeypatch.setattr(extract.PageCoster, "plan", plan)
+    settings = IngestSettings(parse_processes=2, find_tables=False)
+    told: list[int] = []
+    two = parse_pdf(path, settings, None, memory_mb=1024, tell_processes=told.append)
+    assert told == [2]
+    assert sorted(int(n) for n in log.read_text().split()) == list(range(6)), "each page counted once"
+    assert all(counted(extract.PageCoster(pdf, parser.page_bounds(1024)), pdf[i]) == extract.PagePlan() for i in range(6))
+    log.unlink()
+    one = parse_pdf(path, settings.model_copy(update={"parse_processes": 1}), None, memory_mb=1024)
+    assert sorted(int(n) for n in log.read_text().split()) == list(range(6)), "one process counts each page once too"
+    assert _comparable(two) == _comparable(one)
