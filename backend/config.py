@@ -70,8 +70,9 @@ class IndexSettings(_Section):
     )
     text_runtime: str = Field(
         "onnx",
-        description="CPU runtime of the text encoder: onnx (ONNX Runtime, the torch vectors, faster; exported once into "
-        "workspace_root/cache/onnx), onnx-int8 (int8 weights: faster still, a different encoder for existing workspaces) or torch.",
+        description="CPU runtime of the text encoder for new workspaces: onnx (ONNX Runtime, the torch vectors, faster; exported once "
+        "into workspace_root/cache/onnx), onnx-int8 (int8 weights: faster still, other vectors) or torch. A workspace keeps the "
+        "precision it was built with (fp32 or int8) whatever this says.",
     )
     derive_parents: bool = Field(
         True, description="Section and document vectors are the mean of their components' vectors (fewer encodes at ingest)."

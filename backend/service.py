@@ -33,7 +33,7 @@ from backend.eval.runner import EvalProgress, EvalReport, MetricRow, export_repo
 from backend.graph import export as graph_export
 from backend.graph.corpus import Corpus
 from backend.graph.store import WorkspaceStore
-from backend.index.encoders import EncoderSet, QueryCachingEncoder, TextEncoder, WordLlamaEncoder, build_encoders
+from backend.index.encoders import EncoderSet, QueryCachingEncoder, TextEncoder, WordLlamaEncoder, build_encoders, runtime_for
 from backend.index.image import ImageEncoder, build_image_encoder
 from backend.index.vector import gpu_available
 from backend.ingest.parser import PARSER_VERSION, file_sha256, open_validated
@@ -101,6 +101,8 @@ class Service:
     ) -> None:
         self.settings = settings or Settings()
         self._encoders: EncoderSet | None = None
+        self._other_encoders: dict[str, EncoderSet] = {}  # text runtime -> encoders, for workspaces built with another
+        self._injected = encoder is not None
         if encoder is not None:
             if sub_encoder is None:
                 sub_encoder = (
@@ -118,9 +120,25 @@ class Service:
 
     @property
     def encoders(self) -> EncoderSet:
+        """The configured encoders: what a new workspace is built with."""
         if self._encoders is None:
             self._encoders = build_encoders(self.settings.index, onnx_cache=self.settings.workspace_root / "cache" / "onnx")
         return self._encoders
+
+    def encoders_for(self, signature: str | None) -> EncoderSet:
+        """The encoders that reproduce a workspace's vectors, from the signature it recorded (None:
+        a new workspace): the configured ones, or the same model in the precision the workspace was
+        built with (encoders.runtime_for). Encoders handed to the constructor serve every workspace."""
+        if self._injected:
+            return self.encoders
+        runtime = runtime_for(signature, self.settings.index)
+        if runtime == self.settings.index.text_runtime:
+            return self.encoders
+        with self._lock:
+            if runtime not in self._other_encoders:
+                index = self.settings.index.model_copy(update={"text_runtime": runtime})
+                self._other_encoders[runtime] = build_encoders(index, onnx_cache=self.settings.workspace_root / "cache" / "onnx")
+            return self._other_encoders[runtime]
 
     @property
     def image_encoder(self) -> ImageEncoder | None:
@@ -172,7 +190,8 @@ class Service:
                 cached = self._corpora.get(key)
                 if cached is not None and cached.generation == generation:
                     return cached
-                dims = {name: self.encoders.for_layer(name).dim for name in ("documents", "sections", "components", "subcomponents")}
+                encoders = self.encoders_for(store.encoder_signature)
+                dims = {name: encoders.for_layer(name).dim for name in ("documents", "sections", "components", "subcomponents")}
                 corpus = Corpus.load(store, dims=dims, use_gpu=gpu_available(self.settings.index.use_gpu_faiss))
                 self._corpora[key] = corpus
                 return corpus
@@ -195,7 +214,8 @@ class Service:
             store = self._store(key, create=True)
             try:
                 # The models load after the first file parses (Ingestor), not before.
-                report = Ingestor(self.settings, lambda: self.encoders, lambda: self.image_encoder).ingest(
+                recorded = store.encoder_signature
+                report = Ingestor(self.settings, lambda: self.encoders_for(recorded), lambda: self.image_encoder).ingest(
                     store, [Path(f) for f in files], progress, display_names
                 )
             finally:
@@ -334,9 +354,10 @@ class Service:
         return AskReply.of(result, with_trace)
 
     def _pipeline(self, corpus: Corpus, llm_backend: str | None, llm_settings: LLMSettings | None) -> QueryPipeline:
+        encoders = self.encoders_for(corpus.encoder_signature)
         return QueryPipeline(
-            corpus=corpus, llm=self.llm(llm_backend, llm_settings), count_tokens=self.encoder.count_tokens,
-            question_vectors=self._question_vectors, reader=self.settings.reader,
+            corpus=corpus, llm=self.llm(llm_backend, llm_settings), count_tokens=encoders.text.count_tokens,
+            question_vectors=lambda q: (encoders.text.encode([q])[0], encoders.sub.encode([q])[0]), reader=self.settings.reader,
         )
 
     def llm(self, backend: str | None = None, llm_settings: LLMSettings | None = None) -> LLMBackend:
@@ -365,8 +386,9 @@ class Service:
 
     def retriever(self, method: str, corpus: Corpus, llm: LLMBackend | None = None) -> Retriever:
         cls = get_retriever_class(method)
+        encoders = self.encoders_for(corpus.encoder_signature)
         return cls(
-            corpus, self.encoder, self.settings, sub_encoder=self.encoders.sub, llm=llm or self.llm(), image_encoder=self.image_encoder
+            corpus, encoders.text, self.settings, sub_encoder=encoders.sub, llm=llm or self.llm(), image_encoder=self.image_encoder
         )
 
     def repack(
@@ -392,9 +414,6 @@ class Service:
                 bbox=node.bbox, label=node.label, section_path=corpus.section_path(node_id), text=node.text,
             )
         return out
-
-    def _question_vectors(self, question: str):
-        return self.encoders.text.encode([question])[0], self.encoders.sub.encode([question])[0]
 
     # ---------------------------------------------------------------- pages
 

@@ -476,7 +476,8 @@ def cmd_compare(args) -> int:
 
         settings = Settings()
         service = Service(settings)
-        probe = SignalProbe(service.corpus(args.workspace), service.encoder, settings.retrieval.hybrid_alpha)
+        corpus = service.corpus(args.workspace)
+        probe = SignalProbe(corpus, service.encoders_for(corpus.encoder_signature).text, settings.retrieval.hybrid_alpha)
     names = (args.a, args.b)
     runs = (load_side(args.a, args.a_pred, args, service, questions), load_side(args.b, args.b_pred, args, service, questions))
     if args.out is not None:

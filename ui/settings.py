@@ -132,7 +132,7 @@ def render_server(service: Service) -> str:
     rows = [
         ("Device", running_on.split(",")[0]),
         ("Running on", running_on),
-        ("Text encoder", service.encoder.name),
+        ("Text encoder", f"{service.encoder.name} for new workspaces (a workspace keeps the precision it was built with)"),
         ("Subcomponent encoder", service.encoders.sub.name),
         ("Image encoder", idx.image_encoder or "off: figures are matched by caption, OCR text and upper context"),
     ]

@@ -92,12 +92,14 @@ class Corpus:
         image_embeddings: dict[str, np.ndarray] | None = None,
         image_signature: str | None = None,
         margin_blocks: dict[str, list[tuple[int, str, str]]] | None = None,
+        encoder_signature: str | None = None,
     ) -> None:
         """margin_blocks: doc id -> (page, kind, text) of its furniture blocks (store.margin_blocks),
         from which each document's printed page numbers are fitted (backend.ingest.layout.printed_page_map),
         for questions that name a page (retrieval/references.py)."""
         self.root = root
         self.generation = generation
+        self.encoder_signature = encoder_signature  # the text encoders its vectors come from (store.encoder_signature)
         merged = merge_entities(nodes, edges, embeddings)  # MMGraphRAG: one entity node per name across documents
         nodes, edges = merged.nodes, merged.edges
         self.documents: dict[str, Document] = {d.id: d for d in documents}
@@ -147,7 +149,7 @@ class Corpus:
             store.documents(), store.all_sections(), nodes, embs, edges, store.all_doc_links(),
             dims=dims, use_gpu=use_gpu, index_dir=store.root / "index", generation=store.generation, root=store.root,
             image_embeddings=store.all_image_embeddings(), image_signature=store.image_encoder_signature,
-            margin_blocks=store.margin_blocks(),
+            margin_blocks=store.margin_blocks(), encoder_signature=store.encoder_signature,
         )
 
     def _resolve_doc_links(self, doc_links) -> list[Edge]:

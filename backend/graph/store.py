@@ -134,6 +134,11 @@ class WorkspaceStore:
             )
 
     @property
+    def encoder_signature(self) -> str | None:
+        """The text encoders the workspace's vectors come from (EncoderSet.signature; None: none yet)."""
+        return self._meta("encoders")
+
+    @property
     def image_encoder_signature(self) -> str | None:
         """The image encoder the workspace's image vectors come from (None: no images)."""
         stored = self._meta("image_encoder")

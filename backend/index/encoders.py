@@ -99,8 +99,7 @@ class SentenceTransformerEncoder:
         self._device = resolve_device(settings.device)
         self._batch = settings.batch_size
         self._threads = settings.torch_threads
-        label = "all-MiniLM-L6-v2" if settings.text_encoder == "minilm" else Path(self._path).name
-        self.name = f"{label}@{self._device}"
+        self.name = f"{model_label(settings)}@{self._device}"
 
     @property
     def model(self):
@@ -206,7 +205,7 @@ class OnnxTextEncoder:
     def __init__(self, settings: IndexSettings, cache_dir: Path, int8: bool = False) -> None:
         self._path = resolve_model_path(settings.text_encoder)
         self._threads = settings.torch_threads or (os.cpu_count() or 1)
-        label = "all-MiniLM-L6-v2" if settings.text_encoder == "minilm" else Path(self._path).name
+        label = model_label(settings)
         self.name = f"{label}{'-int8' if int8 else ''}@cpu"
         self.device = "cpu"
         digest = hashlib.sha256(self._path.encode()).hexdigest()[:12]
@@ -362,7 +361,7 @@ def _text_encoder(settings: IndexSettings, onnx_cache: Path | None) -> TextEncod
     """settings.text_runtime on a CPU: ONNX Runtime (fp32, or int8 weights) when a cache folder
     for the exported graph is given, else torch through sentence-transformers. An export that
     cannot run falls back to torch for fp32 (same vectors, same name) and fails for int8."""
-    if settings.text_runtime not in ("onnx", "onnx-int8", "torch"):
+    if settings.text_runtime not in TEXT_RUNTIMES:
         raise ConfigError(f"STRATA_INDEX__TEXT_RUNTIME is '{settings.text_runtime}'; use 'onnx', 'onnx-int8' or 'torch'.")
     torch_encoder = SentenceTransformerEncoder(settings)
     if onnx_cache is None or settings.text_runtime == "torch" or torch_encoder.device != "cpu":
@@ -377,6 +376,34 @@ def _text_encoder(settings: IndexSettings, onnx_cache: Path | None) -> TextEncod
         log.warning("%s; using torch for the text encoder", exc)
         return torch_encoder
     return onnx
+
+
+TEXT_RUNTIMES = ("onnx", "onnx-int8", "torch")
+
+
+def model_label(settings: IndexSettings) -> str:
+    """The text model's part of an encoder name ("all-MiniLM-L6-v2" for the default)."""
+    return "all-MiniLM-L6-v2" if settings.text_encoder == "minilm" else Path(resolve_model_path(settings.text_encoder)).name
+
+
+def runtime_for(signature: str | None, settings: IndexSettings) -> str:
+    """The text runtime that reproduces a workspace's vectors, from the encoders it recorded
+    (`EncoderSet.signature`; None: a new workspace). settings.text_runtime chooses for a new
+    workspace; one built with the same model in the other precision keeps that precision: fp32
+    (ONNX or torch, the same vectors and name) when the setting says int8, int8 when it says fp32.
+    So changing the setting (or its default) never locks a user out of an existing workspace.
+    Anything else (another model, another device) takes the setting, and check_encoders says why
+    it does not fit."""
+    runtime = settings.text_runtime
+    if not signature or runtime not in TEXT_RUNTIMES:
+        return runtime
+    recorded = signature.split(";")[0].removeprefix("text=")
+    label = model_label(settings)
+    if recorded == f"{label}-int8@cpu":
+        return "onnx-int8"
+    if recorded == f"{label}@cpu" and runtime == "onnx-int8":
+        return "onnx"
+    return runtime
 
 
 def build_encoders(settings: IndexSettings, onnx_cache: Path | None = None) -> EncoderSet:
