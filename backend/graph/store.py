@@ -104,11 +104,14 @@ class WorkspaceStore:
         return int(self._meta("generation") or 0)
 
     def check_encoders(self, signature: str) -> None:
-        """Record the encoders a workspace is built with; refuse to mix vectors of other encoders."""
+        """Record the encoders a workspace is built with; refuse to mix vectors of other encoders
+        (the same fp32 model on a GPU and on a CPU is the same encoder: encoders.device_blind)."""
+        from backend.index.encoders import device_blind
+
         stored = self._meta("encoders")
         if stored is None:
             self._set_meta("encoders", signature)
-        elif stored != signature:
+        elif device_blind(stored) != device_blind(signature):
             raise WorkspaceError(
                 f"The workspace '{self.root}' was built with other encoders ({stored}); this run uses {signature}. "
                 "Ingest into a new workspace, or set STRATA_INDEX__* back to the encoders it was built with."

@@ -386,18 +386,25 @@ def model_label(settings: IndexSettings) -> str:
     return "all-MiniLM-L6-v2" if settings.text_encoder == "minilm" else Path(resolve_model_path(settings.text_encoder)).name
 
 
+def device_blind(signature: str) -> str:
+    """An encoder signature with the GPU written as the CPU: the same fp32 model computes the same
+    vectors with torch on a GPU and with ONNX Runtime or torch on a CPU (up to float rounding),
+    so a workspace built on a GPU machine stays usable on a CPU one and the reverse."""
+    return signature.replace("@cuda", "@cpu")
+
+
 def runtime_for(signature: str | None, settings: IndexSettings) -> str:
     """The text runtime that reproduces a workspace's vectors, from the encoders it recorded
     (`EncoderSet.signature`; None: a new workspace). settings.text_runtime chooses for a new
     workspace; one built with the same model in the other precision keeps that precision: fp32
     (ONNX or torch, the same vectors and name) when the setting says int8, int8 when it says fp32.
     So changing the setting (or its default) never locks a user out of an existing workspace.
-    Anything else (another model, another device) takes the setting, and check_encoders says why
-    it does not fit."""
+    A workspace built on a GPU counts as fp32 (device_blind). Anything else (another model) takes
+    the setting, and check_encoders says why it does not fit."""
     runtime = settings.text_runtime
     if not signature or runtime not in TEXT_RUNTIMES:
         return runtime
-    recorded = signature.split(";")[0].removeprefix("text=")
+    recorded = device_blind(signature).split(";")[0].removeprefix("text=")
     label = model_label(settings)
     if recorded == f"{label}-int8@cpu":
         return "onnx-int8"

@@ -30,7 +30,8 @@ INT8 = "text=all-MiniLM-L6-v2-int8@cpu;sub=wordllama-256"
         (FP32, "torch", "torch"),
         (INT8, "onnx", "onnx-int8"),  # built in int8: stays int8
         (INT8, "torch", "onnx-int8"),
-        ("text=all-MiniLM-L6-v2@cuda;sub=wordllama-256", "onnx-int8", "onnx-int8"),  # another device: the setting, and check_encoders says why
+        ("text=all-MiniLM-L6-v2@cuda;sub=wordllama-256", "onnx-int8", "onnx"),  # built in fp32 on a GPU: fp32 here
+        ("text=all-MiniLM-L6-v2@cuda;sub=wordllama-256", "onnx", "onnx"),
         ("text=bge-small@cpu;sub=wordllama-256", "onnx", "onnx"),  # another model: likewise
     ],
 )
@@ -82,3 +83,25 @@ def test_a_workspace_keeps_the_precision_it_was_built_with(tmp_path):
     assert not fp32.ingest(new, [orchard]).failed
     assert _signature(new) == INT8
     assert "pear" in fp32.ask(new, "Who pruned the pear trees?", method="dense").results[0].text
+
+
+def test_a_workspace_built_on_a_gpu_takes_files_on_a_cpu_and_not_another_model(tmp_path):
+    """torch on a GPU and ONNX on a CPU compute the same fp32 MiniLM vectors: a workspace made on a
+    GPU machine (a Space with a GPU) keeps working on a laptop. Another model is still refused."""
+    from backend.errors import WorkspaceError
+
+    for recorded, refused in (("text=all-MiniLM-L6-v2@cuda;sub=wordllama-256", False), ("text=bge-small@cuda;sub=wordllama-256", True)):
+        workspace = tmp_path / recorded.split("@")[0].removeprefix("text=")
+        store = WorkspaceStore(workspace, create=True)
+        store.check_encoders(recorded)  # as the GPU machine left it
+        store.close()
+        cpu = Service(Settings(workspace_root=tmp_path / "root", load_sample=False, index=IndexSettings(device="cpu")))
+        doc = _pdf(tmp_path / "quay.pdf", ["Quay report", "The north quay handled 4,200 ships in 2021."])
+        if refused:
+            with pytest.raises(WorkspaceError, match="other encoders"):
+                cpu.ingest(workspace, [doc])
+            continue
+        report = cpu.ingest(workspace, [doc])
+        assert [f.status for f in report.files] == ["ingested"]
+        assert _signature(workspace) == recorded
+        assert "4,200" in cpu.ask(workspace, "How many ships did the north quay handle?", method="dense").results[0].text
