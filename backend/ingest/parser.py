@@ -210,7 +210,8 @@ def _extract_pages(pdf: pymupdf.Document, path: Path, name: str, settings: Inges
     """Extract every page within its bounds. A page over a bound is degraded (warnings say how);
     a page MuPDF cannot read is skipped; a file with nothing readable fails with the reason."""
     ocr_engine = available_ocr_engine(settings.ocr)
-    reads = split_map(pdf, path, range(pdf.page_count), _page_reader(name, settings, page_bounds(memory_mb), ocr_engine, within_bounds=processes > 1),
+    reader = _page_reader(name, settings, page_bounds(memory_mb), ocr_engine, within_bounds=processes > 1)
+    reads = split_map(pdf, path, range(pdf.page_count), reader,
                       processes=processes, opener=_open_pdf, report=lambda done, total: report("extract", done, total))
     warnings: list[str] = []
     raw_pages = []
