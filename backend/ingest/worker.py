@@ -13,7 +13,6 @@ pysbd), never torch or faiss.
 
 from __future__ import annotations
 
-import ctypes
 import json
 import logging
 import os
@@ -26,6 +25,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from backend import heap
 from backend.config import IngestSettings
 from backend.errors import BadPdfError, clean_text, library_reason, log_name
 from backend.types import ParsedDocument
@@ -209,10 +209,7 @@ def _release() -> None:
 
     gc.collect()
     pymupdf.TOOLS.store_shrink(100)
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc
-        pass
+    heap.trim()
 
 
 def _memory_reason(share_mb: int, settings: IngestSettings) -> str:
