@@ -455,6 +455,5 @@ def merge_entities(nodes: list[Node], edges: list[Edge], embeddings: dict[str, n
         if src == dst or sig in seen:
             continue
         seen.add(sig)
-        # model_construct: the fields were validated when the edge was read; this runs per edge at every load.
-        out_edges.append(Edge.model_construct(src=src, dst=dst, kind=e.kind, weight=e.weight, provenance=e.provenance))
+        out_edges.append(Edge(src=src, dst=dst, kind=e.kind, weight=e.weight, provenance=e.provenance))
     return MergedEntities(others + merged_nodes, out_edges, [n.id for n in merged_nodes], vectors, missing, members)

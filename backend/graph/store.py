@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from backend.errors import WorkspaceError
-from backend.types import FURNITURE_KINDS, Block, Document, Edge, EdgeKind, Layer, Node, ParsedDocument, PendingDocLink, Section
+from backend.types import EDGE_JSON, FURNITURE_KINDS, Block, Document, Edge, EdgeKind, Layer, Node, ParsedDocument, PendingDocLink, Section
 
 log = logging.getLogger(__name__)
 
@@ -220,7 +220,7 @@ class WorkspaceStore:
             )
             db.executemany(
                 "INSERT INTO edges(doc, src, dst, kind, json) VALUES (?, ?, ?, ?, ?)",
-                [(doc.id, e.src, e.dst, e.kind.value, e.model_dump_json()) for e in parsed.edges],
+                [(doc.id, e.src, e.dst, e.kind.value, EDGE_JSON.dump_json(e).decode()) for e in parsed.edges],
             )
             db.executemany("INSERT INTO blocks(doc, page, json) VALUES (?, ?, ?)", [(doc.id, b.page, b.model_dump_json()) for b in parsed.blocks])
             db.executemany("INSERT INTO doc_links(doc, json) VALUES (?, ?)", [(doc.id, p.model_dump_json()) for p in parsed.doc_links])
@@ -276,7 +276,7 @@ class WorkspaceStore:
                 )
                 db.executemany(
                     "INSERT INTO edges(doc, src, dst, kind, json) VALUES (?, ?, ?, ?, ?)",
-                    [(doc_id, e.src, e.dst, e.kind.value, e.model_dump_json()) for e in edges],
+                    [(doc_id, e.src, e.dst, e.kind.value, EDGE_JSON.dump_json(e).decode()) for e in edges],
                 )
                 db.execute("INSERT OR REPLACE INTO entity_runs(doc, extractor, entities) VALUES (?, ?, ?)", (doc_id, extractor, len(nodes)))
 
@@ -299,7 +299,7 @@ class WorkspaceStore:
         return {i: np.frombuffer(emb, dtype=np.float32) for i, emb in self._db.execute("SELECT id, emb FROM images ORDER BY doc, id")}
 
     def all_edges(self) -> list[Edge]:
-        return [Edge.model_validate_json(r[0]) for r in self._db.execute("SELECT json FROM edges")]
+        return [EDGE_JSON.validate_json(r[0]) for r in self._db.execute("SELECT json FROM edges")]
 
     def all_doc_links(self) -> list[tuple[str, PendingDocLink]]:
         return [(d, PendingDocLink.model_validate_json(js)) for d, js in self._db.execute("SELECT doc, json FROM doc_links")]
