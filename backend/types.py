@@ -113,7 +113,12 @@ class Section(Model):
     source: str = Field(description="root | outline | numbering | font | toc")
 
 
-class Node(Model):
+@pydantic_dataclass(slots=True, config=ConfigDict(extra="forbid"))
+class Node:
+    """A node of the layered graph (document, section, component, subcomponent, entity). A slotted
+    pydantic dataclass for the reason Edge is one (a corpus holds ~25 per page); NODE_JSON writes
+    and reads its JSON, the same text a Model wrote."""
+
     id: NodeId
     layer: Layer
     kind: NodeKind
@@ -128,6 +133,9 @@ class Node(Model):
     role: str | None = Field(None, description="Layout role of a paragraph: paragraph | caption | list_item | title.")
     order: int = Field(0, description="Reading order inside the document.")
     context: str = Field("", description="HiKEY upper context / caption for tables and figures.")
+
+
+NODE_JSON: TypeAdapter[Node] = TypeAdapter(Node)
 
 
 @pydantic_dataclass(slots=True, config=ConfigDict(extra="forbid"))

@@ -35,11 +35,11 @@ Where one machine stops being enough: printed at the end from the measured trend
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import logging
 import re
 import resource
-import statistics
 import sys
 import time
 from dataclasses import dataclass
@@ -129,7 +129,7 @@ def replica(src: SourceDoc, r: int, rng: np.random.Generator) -> tuple[ParsedDoc
         "file_name": f"{doc.file_name.rsplit('.', 1)[0]}__r{r}.pdf", "title": v(doc.title), "card": v(doc.card),
         "summary": v(doc.summary), "sha256": hashlib.sha256(f"{doc.sha256}:{r}".encode()).hexdigest(),
     })
-    parsed.nodes = [n.model_copy(update={"text": v(n.text), "context": v(n.context)}) for n in parsed.nodes]
+    parsed.nodes = [dataclasses.replace(n, text=v(n.text), context=v(n.context)) for n in parsed.nodes]
     parsed.sections = [s.model_copy(update={"title": v(s.title), "path": [v(x) for x in s.path]}) for s in parsed.sections]
     parsed.blocks = [b.model_copy(update={"text": v(b.text)}) for b in parsed.blocks]
     embs = {}

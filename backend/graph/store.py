@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from backend.errors import WorkspaceError
-from backend.types import EDGE_JSON, FURNITURE_KINDS, Block, Document, Edge, EdgeKind, Layer, Node, ParsedDocument, PendingDocLink, Section
+from backend.types import EDGE_JSON, FURNITURE_KINDS, NODE_JSON, Block, Document, Edge, EdgeKind, Layer, Node, ParsedDocument, PendingDocLink, Section
 
 log = logging.getLogger(__name__)
 
@@ -214,7 +214,7 @@ class WorkspaceStore:
             db.executemany(
                 "INSERT INTO nodes(id, doc, layer, seq, json, emb) VALUES (?, ?, ?, ?, ?, ?)",
                 [
-                    (n.id, doc.id, int(n.layer), i, n.model_dump_json(), _blob(embeddings.get(n.id)))
+                    (n.id, doc.id, int(n.layer), i, NODE_JSON.dump_json(n).decode(), _blob(embeddings.get(n.id)))
                     for i, n in enumerate(parsed.nodes)
                 ],
             )
@@ -272,7 +272,7 @@ class WorkspaceStore:
                 db.execute("DELETE FROM edges WHERE doc=? AND kind IN (?, ?)", (doc_id, EdgeKind.MENTIONS.value, EdgeKind.RELATION.value))
                 db.executemany(
                     "INSERT OR REPLACE INTO nodes(id, doc, layer, seq, json, emb) VALUES (?, ?, ?, ?, ?, NULL)",
-                    [(n.id, doc_id, int(n.layer), ENTITY_SEQ_BASE + i, n.model_dump_json()) for i, n in enumerate(nodes)],
+                    [(n.id, doc_id, int(n.layer), ENTITY_SEQ_BASE + i, NODE_JSON.dump_json(n).decode()) for i, n in enumerate(nodes)],
                 )
                 db.executemany(
                     "INSERT INTO edges(doc, src, dst, kind, json) VALUES (?, ?, ?, ?, ?)",
@@ -289,7 +289,7 @@ class WorkspaceStore:
         nodes: list[Node] = []
         embs: dict[str, np.ndarray] = {}
         for node_id, js, emb in self._db.execute("SELECT id, json, emb FROM nodes ORDER BY doc, seq"):
-            nodes.append(Node.model_validate_json(js))
+            nodes.append(NODE_JSON.validate_json(js))
             if emb is not None:
                 embs[node_id] = np.frombuffer(emb, dtype=np.float32)
         return nodes, embs

@@ -4,6 +4,7 @@ through the real ingest and the real query pipeline."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pymupdf
@@ -98,7 +99,7 @@ def papers(service):
     })
     for node_id, node in list(corpus.nodes.items()):
         if node.text.startswith(("Figure", "Table")):
-            corpus.nodes[node_id] = node.model_copy(update={"label": node.text.split(":")[0]})
+            corpus.nodes[node_id] = dataclasses.replace(node, label=node.text.split(":")[0])
     return corpus
 
 
