@@ -1,8 +1,10 @@
 """The data model. Everything that crosses a module boundary is one of these types.
 
 Persistent graph records (Document, Section, Node, Edge) and query-time records (results,
-traces, packs, answers) are pydantic models so that they round-trip through JSON: a run can be
-saved, replayed in the UI and scored offline.
+traces, packs, answers) are pydantic types so that they round-trip through JSON: a run can be
+saved, replayed in the UI and scored offline. The two a corpus holds by the million, Node and
+Edge, are slotted pydantic dataclasses (NODE_JSON and EDGE_JSON read and write them); the rest
+are models.
 """
 
 from __future__ import annotations
