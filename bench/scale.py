@@ -271,7 +271,7 @@ def ceiling_note(sizes: list[tuple[int, float, float, float]]) -> str:
         "Where one machine stops being enough: every layer is an exact flat index (FAISS IndexFlatIP) plus an in-memory "
         "BM25, and the min-max normaliser every hybrid strategy uses needs every row's score, so one question reads each "
         "layer's whole matrix once ("
-        f"{vec_note}) and the process holds every node and edge as a Python object (slotted records, with their texts: about as much as the vectors). Past the pages that fit in 4 GB (above), or once a question's layer "
+        f"{vec_note}) and the process holds every node and edge as a Python object (slotted records, with their texts: somewhat more than the vectors). Past the pages that fit in 4 GB (above), or once a question's layer "
         "pass passes ~100 ms, Strata would hand its per-layer indexes to OpenSearch: one engine that shards BM25 and "
         "k-NN (FAISS or HNSW) indexes across machines, fuses them with min-max normalisation server-side (the "
         "normalization-processor of its hybrid query, the same maths as scoring.fuse_minmax), and filters by document "
