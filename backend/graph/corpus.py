@@ -100,7 +100,7 @@ class Corpus:
         from which each document's printed page numbers are fitted (backend.ingest.layout.printed_page_map),
         for questions that name a page (retrieval/references.py). consume_embeddings: the caller
         hands `embeddings` over, and each row leaves it once copied into its layer's matrix, so
-        the per-row vectors and the matrices are not all held at once (Corpus.load: ~250 MB less
+        the per-row vectors and the matrices are not all held at once (Corpus.load: ~185 MB less
         at the peak of a 6k-page load)."""
         self.root = root
         self.generation = generation
