@@ -319,7 +319,7 @@ class Ingestor:
         for vec in fresh.values():
             vec.setflags(write=False)
         self.encoded[encoder.name] += len(new)
-        vectors = [fresh.get(t) if t in fresh else self._memo[t] for t in texts]
+        vectors = [fresh[t] if t in fresh else self._memo[t] for t in texts]
         for text, vec in fresh.items():
             if len(self._memo) >= ENCODE_MEMO:
                 self._memo.pop(next(iter(self._memo)))
