@@ -126,7 +126,8 @@ def test_cap_on_workspaces_says_what_to_do(root_service, shared, tmp_path):
 
 
 def test_cap_on_bytes_per_session(root_service, shared, tmp_path):
-    m = manager(root_service, shared, tmp_path / "root", max_workspace_mb=1000 / 2**20 * folder_bytes(shared) / 1000 + 0.5)
+    copied = folder_bytes(shared) - folder_bytes(shared / "index")  # a session copies no index: it builds its own
+    m = manager(root_service, shared, tmp_path / "root", max_workspace_mb=copied / 2**20 + 0.5)
     handle = m.new_handle()
     handle.writable()
     with pytest.raises(SessionLimitError, match="MiB"):

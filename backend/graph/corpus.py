@@ -69,6 +69,13 @@ class ImageLayer:
     signature: str
 
 
+def _lexical(ids: list[str], texts: list[str], index_dir: Path | None, name: str) -> BM25Index:
+    """A layer's BM25 index; with a workspace, read from (or saved to) its index folder."""
+    if index_dir is None:
+        return BM25Index(ids, texts)
+    return BM25Index.cached(ids, texts, index_dir / "bm25" / name)
+
+
 def _link_key(target: str) -> str:
     path = urlparse(target).path if "://" in target else target
     name = unquote(path.replace("\\", "/").rsplit("/", 1)[-1]).lower()
@@ -129,6 +136,7 @@ class Corpus:
         for n in nodes:
             if n.layer == Layer.COMPONENT:
                 self.components_by_doc[n.doc].append(n.id)
+        self._index_dir = index_dir
         self.layers = self._build_layers(nodes, embeddings, dims, use_gpu, index_dir, generation, consume_embeddings)
         self.layers["entities"] = self._build_entity_layer(merged, dims.get("entities") or dims["subcomponents"])
         self._entities_without_vectors = merged.missing
@@ -192,7 +200,7 @@ class Corpus:
             if v is not None:
                 matrix[row] = v
         texts = [entity_index_text(self.nodes[i]) for i in ids]
-        return LayerIndex(name="entities", ids=ids, dense=VectorIndex(ids, matrix), lexical=BM25Index(ids, texts))
+        return LayerIndex(name="entities", ids=ids, dense=VectorIndex(ids, matrix), lexical=_lexical(ids, texts, self._index_dir, "entities"))
 
     def entity_layer(self, encoder) -> LayerIndex:
         """The entities layer with every vector present: entities derived at load are encoded
@@ -264,7 +272,7 @@ class Corpus:
                 except (OSError, RuntimeError) as exc:
                     log.debug("could not write %s: %s", faiss_path, exc)
             meta_out["layers"][name] = len(ids)
-            lexical = BM25Index(ids, [texts[i] for i in ids])
+            lexical = _lexical(ids, [texts[i] for i in ids], index_dir, name)
             layers[name] = LayerIndex(name=name, ids=ids, dense=dense, lexical=lexical)
         if meta_path is not None and meta_out != saved:  # stale generation, or a layer file was rebuilt
             try:

@@ -1,8 +1,17 @@
-"""BM25 over node texts (bm25s, English stop words, Snowball stemming)."""
+"""BM25 over node texts (bm25s, English stop words, Snowball stemming).
+
+A loaded corpus keeps each layer's index in a file (`BM25Index.cached`): the next load maps it
+instead of tokenising every text again, and only the postings of a question's words are read
+from it, so the index mostly stays out of the process's memory."""
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import logging
+import os
+import shutil
+from pathlib import Path
 
 import bm25s
 import numpy as np
@@ -11,6 +20,20 @@ import Stemmer
 log = logging.getLogger(__name__)
 
 _STEMMER = Stemmer.Stemmer("english")
+# Part of every saved index's key: change it with tokenize() or the scoring, and the files
+# saved before are rebuilt (the key also covers the texts, ids, k1, b and the bm25s version).
+LEXICAL_FORMAT = 1
+
+
+def index_key(ids: list[str], texts: list[str], k1: float, b: float) -> str:
+    """A digest of everything a saved index depends on: rows, texts, parameters, code."""
+    h = hashlib.sha256(f"{LEXICAL_FORMAT}|{bm25s.__version__}|{k1}|{b}|{len(ids)}".encode())
+    for node_id, text in zip(ids, texts, strict=True):
+        h.update(node_id.encode())
+        h.update(b"\x00")
+        h.update(text.encode("utf-8", "surrogatepass"))
+        h.update(b"\x01")
+    return h.hexdigest()[:32]
 
 
 def tokenize(texts: list[str]) -> list[list[str]]:
@@ -20,7 +43,6 @@ def tokenize(texts: list[str]) -> list[list[str]]:
 class BM25Index:
     def __init__(self, ids: list[str], texts: list[str], k1: float = 1.5, b: float = 0.75) -> None:
         self.ids = ids
-        self.row = {node_id: i for i, node_id in enumerate(ids)}
         self._bm25 = bm25s.BM25(k1=k1, b=b)
         if ids:
             tokens = tokenize(texts)
@@ -31,6 +53,59 @@ class BM25Index:
             self._vocab = self._bm25.vocab_dict
         else:
             self._vocab = {}
+
+    @classmethod
+    def cached(cls, ids: list[str], texts: list[str], folder: Path, k1: float = 1.5, b: float = 0.75) -> BM25Index:
+        """The index of these rows, read from `folder` (memory-mapped) when a load before saved
+        one for exactly these ids and texts, else built and saved there for the next load; the
+        other indexes saved in `folder` (stale ones) are removed. Same scores either way."""
+        key = index_key(ids, texts, k1, b)
+        path = folder / key
+        if ids and path.is_dir():
+            try:
+                return cls._read(ids, path)
+            except (OSError, ValueError, KeyError) as exc:  # a torn or foreign file: build again
+                log.warning("BM25 index %s unreadable, rebuilding: %s", path, exc)
+                shutil.rmtree(path, ignore_errors=True)
+        index = cls(ids, texts, k1, b)
+        if ids:
+            index._save(path)
+        return index
+
+    @classmethod
+    def _read(cls, ids: list[str], path: Path) -> BM25Index:
+        bm25 = bm25s.BM25.load(str(path), mmap=True, show_progress=False)
+        if bm25.scores["num_docs"] != len(ids):
+            raise ValueError(f"{bm25.scores['num_docs']} rows saved, {len(ids)} expected")
+        index = cls.__new__(cls)
+        index.ids = ids
+        index._bm25 = bm25
+        index._vocab = bm25.vocab_dict
+        return index
+
+    def _save(self, path: Path) -> None:
+        """Written under a temporary name and renamed, so a reader sees a whole index or none;
+        a file in use by another process keeps its data until that process lets it go."""
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            shutil.rmtree(tmp, ignore_errors=True)
+            self._bm25.save(str(tmp), show_progress=False)
+            try:
+                os.rename(tmp, path)
+            except OSError:  # another load saved the same index first
+                shutil.rmtree(tmp, ignore_errors=True)
+            for other in path.parent.iterdir():
+                if other.name != path.name and not other.name.startswith("."):
+                    shutil.rmtree(other, ignore_errors=True)
+        except OSError as exc:
+            shutil.rmtree(tmp, ignore_errors=True)
+            log.debug("could not save the BM25 index %s: %s", path, exc)
+
+    @functools.cached_property
+    def row(self) -> dict[str, int]:
+        """node id -> row; made on first use (the corpus finds rows through the dense index's map)."""
+        return {node_id: i for i, node_id in enumerate(self.ids)}
 
     def __len__(self) -> int:
         return len(self.ids)

@@ -1,0 +1,89 @@
+"""A layer's BM25 index is saved with the workspace's indexes and memory-mapped by the next load:
+the same scores as one built from the texts, rebuilt when a text changes or the file is torn."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from backend.graph.corpus import LAYER_NAMES, Corpus
+from backend.graph.store import WorkspaceStore
+from backend.index.lexical import BM25Index
+
+IDS = ["a", "b", "c", "d"]
+TEXTS = [
+    "Revenue grew 12% in fiscal 2023, driven by services.",
+    "The board approved a dividend of $0.24 per share.",
+    "Services revenue includes AppleCare and cloud subscriptions.",
+    "The the and of",  # stop words only: no token of its own
+]
+QUERIES = ["services revenue", "dividend per share", "unknownword", "the", "Revenue services AppleCare dividend"]
+
+
+def _same_scores(a: BM25Index, b: BM25Index) -> None:
+    for q in QUERIES:
+        assert a.query_tokens(q) == b.query_tokens(q), q
+        assert np.array_equal(a.scores(q), b.scores(q)), q
+        assert a.search(q, 3) == b.search(q, 3), q
+
+
+def _mapped(index: BM25Index) -> bool:
+    return isinstance(index._bm25.scores["data"], np.memmap)
+
+
+def test_a_saved_index_is_read_mapped_and_scores_as_the_built_one(tmp_path: Path):
+    built = BM25Index(IDS, TEXTS)
+    first = BM25Index.cached(IDS, TEXTS, tmp_path)
+    second = BM25Index.cached(IDS, TEXTS, tmp_path)
+    assert not _mapped(first) and _mapped(second)
+    assert [p.name for p in tmp_path.iterdir()] and len(list(tmp_path.iterdir())) == 1
+    _same_scores(built, first)
+    _same_scores(built, second)
+    assert second.search("services revenue", 2)[0][0] == "c"
+
+
+def test_a_changed_text_builds_a_new_index_and_drops_the_stale_one(tmp_path: Path):
+    BM25Index.cached(IDS, TEXTS, tmp_path)
+    (old,) = tmp_path.iterdir()
+    texts = [*TEXTS[:3], "A dividend was declared."]
+    changed = BM25Index.cached(IDS, texts, tmp_path)
+    assert not _mapped(changed)
+    (new,) = tmp_path.iterdir()
+    assert new.name != old.name
+    _same_scores(BM25Index(IDS, texts), changed)
+    assert changed.search("dividend", 4)[0][0] in {"b", "d"} and len(changed.search("dividend", 4)) == 2
+    # the same texts under other ids are another index too (rows are part of it)
+    assert not _mapped(BM25Index.cached(["w", "x", "y", "z"], texts, tmp_path))
+
+
+def test_a_torn_index_file_is_rebuilt_with_the_same_scores(tmp_path: Path):
+    BM25Index.cached(IDS, TEXTS, tmp_path)
+    (saved,) = tmp_path.iterdir()
+    data = next(saved.glob("data*.npy"))
+    data.write_bytes(data.read_bytes()[:40])
+    rebuilt = BM25Index.cached(IDS, TEXTS, tmp_path)
+    assert not _mapped(rebuilt)
+    _same_scores(BM25Index(IDS, TEXTS), rebuilt)
+    assert _mapped(BM25Index.cached(IDS, TEXTS, tmp_path))  # and saved again, whole
+
+
+def test_a_workspace_loads_its_saved_lexical_indexes(service, workspace_copy):
+    dims = {name: service.encoders.for_layer(name).dim for name in LAYER_NAMES}
+    shutil.rmtree(workspace_copy / "index" / "bm25", ignore_errors=True)  # the copy may hold a load's indexes
+    loads = []
+    for _ in range(2):
+        store = WorkspaceStore(workspace_copy)
+        try:
+            loads.append(Corpus.load(store, dims=dims))
+        finally:
+            store.close()
+    first, second = loads
+    assert (workspace_copy / "index" / "bm25" / "components").is_dir()
+    for name in (*LAYER_NAMES, "entities"):
+        a, b = first.layers[name].lexical, second.layers[name].lexical
+        assert a.ids == b.ids and len(a.ids), name
+        assert not _mapped(a) and _mapped(b), name
+        for q in ("trees planted", "annual report revenue", "figure"):
+            assert np.array_equal(a.scores(q), b.scores(q)), (name, q)
