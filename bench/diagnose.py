@@ -42,6 +42,7 @@ for _p in (str(REPO), str(HERE)):
 
 import split  # noqa: E402
 from backend.eval.gold import BenchQuestion, GoldRef  # noqa: E402
+from backend.types import EdgeKind  # noqa: E402
 
 log = logging.getLogger("bench.diagnose")
 
@@ -258,10 +259,10 @@ class SignalProbe:
         if doc_id is None:
             return False, False
         others = {self.by_file.get(os.path.basename(g.doc)) for g in gold} - {doc_id, None}
-        linked = any(self.corpus.nodes[e.src].doc in others for e in self.corpus.in_edges.get(doc_id, [])
-                     if e.kind.value in ("doc_link", "link"))
+        edges = self.corpus.edges
+        linked = any(self.corpus.nodes[e.src].doc in others for e in edges.into(doc_id, (EdgeKind.DOC_LINK, EdgeKind.LINK)))
         linked = linked or any(self.corpus.nodes[e.src].doc in others for c in self.corpus.components_by_doc.get(doc_id, [])
-                               for e in self.corpus.in_edges.get(c, []) if e.kind.value == "link")
+                               for e in edges.into(c, (EdgeKind.LINK,)))
         title = self.corpus.documents[doc_id].title.lower()
         mentioned = bool(title) and any(title in self.corpus.nodes[c].text.lower()
                                         for o in others for c in self.corpus.components_by_doc.get(o, []))

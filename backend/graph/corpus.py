@@ -25,6 +25,7 @@ from urllib.parse import unquote, urlparse
 import numpy as np
 
 from backend import heap
+from backend.graph.edges import EdgeTable
 from backend.graph.entities import MergedEntities, derive_missing_entities, entity_index_text, merge_entities
 from backend.graph.store import WorkspaceStore
 from backend.index.lexical import BM25Index
@@ -121,17 +122,15 @@ class Corpus:
         }
         self.sections: dict[str, Section] = {s.id: s for s in sections}
         self.nodes: dict[str, Node] = {n.id: n for n in nodes}
-        self.edges: list[Edge] = list(edges) + self._resolve_doc_links(doc_links)
+        # The edges between nodes of the corpus (an end that is no node drops the edge), as arrays.
+        kept = [e for e in (*edges, *self._resolve_doc_links(doc_links)) if e.src in self.nodes and e.dst in self.nodes]
+        self.edges = EdgeTable(kept, self.nodes)
         self.children: dict[str, list[str]] = defaultdict(list)
-        self.out_edges: dict[str, list[Edge]] = defaultdict(list)
-        self.in_edges: dict[str, list[Edge]] = defaultdict(list)
-        for e in self.edges:
-            if e.src not in self.nodes or e.dst not in self.nodes:
-                continue
-            self.out_edges[e.src].append(e)
-            self.in_edges[e.dst].append(e)
+        for e in kept:
             if e.kind == EdgeKind.CONTAINS:
                 self.children[e.src].append(e.dst)
+        merged.edges.clear()  # the Edge records go before the layers are built: the table holds the edges now
+        del kept, edges
         self.components_by_doc: dict[str, list[str]] = defaultdict(list)
         for n in nodes:
             if n.layer == Layer.COMPONENT:
@@ -306,9 +305,7 @@ class Corpus:
         return [c for c in self.children.get(section_id, []) if self.nodes[c].layer == Layer.COMPONENT]
 
     def neighbours(self, node_id: str, kinds: tuple[EdgeKind, ...] | None = None) -> list[tuple[Edge, str]]:
-        out = [(e, e.dst) for e in self.out_edges.get(node_id, []) if kinds is None or e.kind in kinds]
-        out += [(e, e.src) for e in self.in_edges.get(node_id, []) if kinds is None or e.kind in kinds]
-        return out
+        return [(e, e.dst) for e in self.edges.out_of(node_id, kinds)] + [(e, e.src) for e in self.edges.into(node_id, kinds)]
 
     def component_of(self, node_id: str) -> str:
         """The component a node belongs to (itself for a component)."""
@@ -321,6 +318,6 @@ class Corpus:
         out: dict[str, int] = defaultdict(int)
         for n in self.nodes.values():
             out[n.kind.value] += 1
-        for e in self.edges:
-            out[f"edge:{e.kind.value}"] += 1
+        for kind, n in self.edges.counts().items():
+            out[f"edge:{kind.value}"] += n
         return dict(out)

@@ -86,7 +86,7 @@ def node_label(corpus: Corpus, node: Node, limit: int = LABEL_CHARS) -> str:
 
 
 def _valid_edges(corpus: Corpus) -> list[Edge]:
-    return [e for e in corpus.edges if e.src in corpus.nodes and e.dst in corpus.nodes]
+    return list(corpus.edges)  # the corpus keeps only edges between its nodes
 
 
 def _counts(nodes: Iterable[Node], edges: Iterable[Edge]) -> GraphCounts:
@@ -140,10 +140,7 @@ def select(
             continue
         nodes.append(n)
     ids = {n.id for n in nodes}
-    edges = [
-        e for e in corpus.edges
-        if e.src in ids and e.dst in ids and (edge_set is None or e.kind in edge_set)
-    ]
+    edges = [e for e in (corpus.edges if edge_set is None else corpus.edges.of_kind(tuple(edge_set))) if e.src in ids and e.dst in ids]
     return nodes, edges
 
 
@@ -157,7 +154,7 @@ def _draw_order(corpus: Corpus, nodes: list[Node]) -> list[Node]:
         by_group[(n.layer, n.doc if n.layer != Layer.ENTITY else "")].append(n)
     for (layer, _), group in by_group.items():
         if layer == Layer.ENTITY:
-            group.sort(key=lambda n: (-len(corpus.out_edges.get(n.id, [])) - len(corpus.in_edges.get(n.id, [])), n.id))
+            group.sort(key=lambda n: (-corpus.edges.degree(n.id), n.id))
         else:
             group.sort(key=lambda n: (n.kind != NodeKind.DOCUMENT, n.page, n.order, n.id))
         for i, n in enumerate(group):
@@ -214,9 +211,9 @@ def node_details(corpus: Corpus, node_id: str, max_neighbours: int = MAX_NEIGHBO
     doc = corpus.documents.get(node.doc)
     parent = None
     neighbours = []
-    for e in corpus.out_edges.get(node_id, []):
+    for e in corpus.edges.out_of(node_id):
         neighbours.append(_neighbour(corpus, e, e.dst, "out"))
-    for e in corpus.in_edges.get(node_id, []):
+    for e in corpus.edges.into(node_id):
         view = _neighbour(corpus, e, e.src, "in")
         if e.kind == EdgeKind.CONTAINS and parent is None:
             parent = view

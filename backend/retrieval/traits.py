@@ -80,7 +80,7 @@ def _measure_hop_share(corpus) -> float:
     comps = corpus.layers["components"].ids
     if len(corpus.documents) < 2 or not comps:
         return 0.0
-    linked = {e.src for e in corpus.edges if e.kind == EdgeKind.DOC_LINK}
+    linked = {e.src for e in corpus.edges.of_kind((EdgeKind.DOC_LINK,))}
     titles = title_index(corpus)
     rng = np.random.default_rng(0)  # deterministic sample
     sample = [comps[i] for i in rng.choice(len(comps), size=min(HOP_SAMPLE, len(comps)), replace=False)]

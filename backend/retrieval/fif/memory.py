@@ -69,9 +69,9 @@ class DocumentRowMaps:
         corpus = self.corpus
         out: list[str] = []
         for comp in corpus.components_by_doc.get(doc_id, []):
-            out += [self._doc_of(e.dst) for e in corpus.out_edges.get(comp, []) if e.kind == EdgeKind.LINK]
-        out += [e.dst for e in corpus.out_edges.get(doc_id, []) if e.kind == EdgeKind.DOC_LINK]
-        out += [self._doc_of(e.src) for e in corpus.in_edges.get(doc_id, []) if e.kind in (EdgeKind.DOC_LINK, EdgeKind.LINK)]
+            out += [self._doc_of(e.dst) for e in corpus.edges.out_of(comp, (EdgeKind.LINK,))]
+        out += [e.dst for e in corpus.edges.out_of(doc_id, (EdgeKind.DOC_LINK,))]
+        out += [self._doc_of(e.src) for e in corpus.edges.into(doc_id, (EdgeKind.DOC_LINK, EdgeKind.LINK))]
         result = [d for d in dict.fromkeys(out) if d and d != doc_id and d in self.doc_row]
         self._neighbours[doc_id] = result
         return result
@@ -80,7 +80,7 @@ class DocumentRowMaps:
         """Titles of the other documents a component links to."""
         corpus = self.corpus
         own = corpus.nodes[comp_id].doc
-        docs = dict.fromkeys(self._doc_of(e.dst) for e in corpus.out_edges.get(comp_id, []) if e.kind == EdgeKind.LINK)
+        docs = dict.fromkeys(self._doc_of(e.dst) for e in corpus.edges.out_of(comp_id, (EdgeKind.LINK,)))
         return [corpus.documents[d].title for d in docs if d in corpus.documents and d != own]
 
     def _doc_of(self, node_id: str) -> str:

@@ -184,8 +184,8 @@ def component_neighbours(corpus: Corpus, comp_id: str, li: LateInteraction, per_
     # Links between documents also count from the other side: components elsewhere that link to
     # this component's document.
     doc = corpus.nodes[comp_id].doc
-    for edge in corpus.in_edges.get(doc, []):
-        if edge.kind == EdgeKind.LINK and edge.src in ga.comp_row and corpus.nodes[edge.src].doc != doc:
+    for edge in corpus.edges.into(doc, (EdgeKind.LINK,)):
+        if edge.src in ga.comp_row and corpus.nodes[edge.src].doc != doc:
             out.setdefault(ga.comp_row[edge.src], "doc_link")
     out.pop(ga.comp_row[comp_id], None)
     return sorted(out.items())

@@ -1,0 +1,122 @@
+"""The edges of a loaded corpus as arrays, with each node's out- and in-edges found by offset.
+
+A corpus holds about a hundred edges per page (entity mentions and relations are most of them).
+As Edge records in three Python lists (all edges, per source, per target) they took ~130 bytes
+each plus the lists; here an edge is 17 bytes of columns and 8 of offsets, and an Edge record
+is made only when asked for (`out_of`, `into`, iteration). Records are made without validation:
+every value was validated when the edge was first built or read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+import numpy as np
+
+from backend.types import Edge, EdgeKind
+
+_KINDS = tuple(EdgeKind)
+_KIND_CODE = {k: i for i, k in enumerate(_KINDS)}
+_EMPTY = np.zeros(0, dtype=np.int64)
+
+
+def _record(src: str, dst: str, kind: EdgeKind, weight: float, provenance: str) -> Edge:
+    edge = object.__new__(Edge)
+    edge.src, edge.dst, edge.kind, edge.weight, edge.provenance = src, dst, kind, weight, provenance
+    return edge
+
+
+class EdgeTable:
+    """Edges in their insertion order; `out_of(node)` and `into(node)` keep that order too."""
+
+    def __init__(self, edges: Iterable[Edge], node_ids: Iterable[str] = ()) -> None:
+        """node_ids: ids to number first (a corpus passes its nodes, so that their id strings
+        are the ones held here); an edge end that is no node gets a number too."""
+        self._code: dict[str, int] = {}
+        self._ids: list[str] = []
+        for node_id in node_ids:
+            self._number(node_id)
+        provenance: dict[str, int] = {}
+        self._provenance: list[str] = []
+        src, dst, kind, weight, prov = [], [], [], [], []
+        for e in edges:
+            src.append(self._number(e.src))
+            dst.append(self._number(e.dst))
+            kind.append(_KIND_CODE[e.kind])
+            weight.append(e.weight)
+            p = provenance.get(e.provenance)
+            if p is None:
+                p = provenance[e.provenance] = len(self._provenance)
+                self._provenance.append(e.provenance)
+            prov.append(p)
+        self._src = np.asarray(src, dtype=np.int32)
+        self._dst = np.asarray(dst, dtype=np.int32)
+        self._kind = np.asarray(kind, dtype=np.int8)
+        self._weight = np.asarray(weight, dtype=np.float64)  # an Edge's weight is a Python float: kept exact
+        self._prov = np.asarray(prov, dtype=np.int32)
+        self._out_start, self._out = self._index(self._src)
+        self._in_start, self._in = self._index(self._dst)
+
+    def _number(self, node_id: str) -> int:
+        code = self._code.get(node_id)
+        if code is None:
+            code = self._code[node_id] = len(self._ids)
+            self._ids.append(node_id)
+        return code
+
+    def _index(self, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(starts, order): the edges with end j are order[starts[j]:starts[j + 1]], in insertion order."""
+        order = np.argsort(ends, kind="stable").astype(np.int32)
+        starts = np.zeros(len(self._ids) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(ends, minlength=len(self._ids)), out=starts[1:])
+        return starts, order
+
+    def __len__(self) -> int:
+        return len(self._src)
+
+    def __iter__(self) -> Iterator[Edge]:
+        for i in range(len(self._src)):
+            yield self._edge(i)
+
+    def _edge(self, i: int) -> Edge:
+        return _record(
+            self._ids[self._src[i]], self._ids[self._dst[i]], _KINDS[self._kind[i]], float(self._weight[i]),
+            self._provenance[self._prov[i]],
+        )
+
+    def _rows(self, node_id: str, starts: np.ndarray, order: np.ndarray, kinds: tuple[EdgeKind, ...] | None) -> np.ndarray:
+        code = self._code.get(node_id)
+        if code is None:
+            return _EMPTY
+        rows = order[starts[code]:starts[code + 1]]
+        if kinds is not None and len(rows):
+            rows = rows[np.isin(self._kind[rows], [_KIND_CODE[k] for k in kinds])]
+        return rows
+
+    def out_of(self, node_id: str, kinds: tuple[EdgeKind, ...] | None = None) -> list[Edge]:
+        """The edges from `node_id` (of those kinds), in the order they were added."""
+        return [self._edge(i) for i in self._rows(node_id, self._out_start, self._out, kinds)]
+
+    def into(self, node_id: str, kinds: tuple[EdgeKind, ...] | None = None) -> list[Edge]:
+        """The edges to `node_id` (of those kinds), in the order they were added."""
+        return [self._edge(i) for i in self._rows(node_id, self._in_start, self._in, kinds)]
+
+    def of_kind(self, kinds: tuple[EdgeKind, ...]) -> list[Edge]:
+        """Every edge of those kinds, in the order they were added (records made for those only)."""
+        rows = np.flatnonzero(np.isin(self._kind, [_KIND_CODE[k] for k in kinds]))
+        return [self._edge(i) for i in rows]
+
+    def degree(self, node_id: str) -> int:
+        """How many edges start or end at `node_id`."""
+        code = self._code.get(node_id)
+        if code is None:
+            return 0
+        return int(self._out_start[code + 1] - self._out_start[code] + self._in_start[code + 1] - self._in_start[code])
+
+    def counts(self) -> dict[EdgeKind, int]:
+        return {_KINDS[k]: int(n) for k, n in enumerate(np.bincount(self._kind, minlength=len(_KINDS))) if n}
+
+    def nbytes(self) -> int:
+        """Bytes of the columns and offsets (not the id and provenance strings, shared or small)."""
+        arrays = (self._src, self._dst, self._kind, self._weight, self._prov, self._out_start, self._out, self._in_start, self._in)
+        return sum(a.nbytes for a in arrays)
