@@ -130,7 +130,7 @@ def replica(src: SourceDoc, r: int, rng: np.random.Generator) -> tuple[ParsedDoc
         "summary": v(doc.summary), "sha256": hashlib.sha256(f"{doc.sha256}:{r}".encode()).hexdigest(),
     })
     parsed.nodes = [dataclasses.replace(n, text=v(n.text), context=v(n.context)) for n in parsed.nodes]
-    parsed.sections = [s.model_copy(update={"title": v(s.title), "path": [v(x) for x in s.path]}) for s in parsed.sections]
+    parsed.sections = [dataclasses.replace(s, title=v(s.title), path=[v(x) for x in s.path]) for s in parsed.sections]
     parsed.blocks = [b.model_copy(update={"text": v(b.text)}) for b in parsed.blocks]
     embs = {}
     for node_id, vec in src.embeddings.items():

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from backend.errors import WorkspaceError
-from backend.types import EDGE_JSON, FURNITURE_KINDS, NODE_JSON, Block, Document, Edge, EdgeKind, Layer, Node, ParsedDocument, PendingDocLink, Section
+from backend.types import EDGE_JSON, FURNITURE_KINDS, NODE_JSON, SECTION_JSON, Block, Document, Edge, EdgeKind, Layer, Node, ParsedDocument, PendingDocLink, Section
 
 log = logging.getLogger(__name__)
 
@@ -210,7 +210,7 @@ class WorkspaceStore:
                 "INSERT INTO documents(id, file_name, sha256, added, json) VALUES (?, ?, ?, ?, ?)",
                 (doc.id, doc.file_name, doc.sha256, time.time(), doc.model_dump_json()),
             )
-            db.executemany("INSERT INTO sections(id, doc, json) VALUES (?, ?, ?)", [(s.id, doc.id, s.model_dump_json()) for s in parsed.sections])
+            db.executemany("INSERT INTO sections(id, doc, json) VALUES (?, ?, ?)", [(s.id, doc.id, SECTION_JSON.dump_json(s).decode()) for s in parsed.sections])
             db.executemany(
                 "INSERT INTO nodes(id, doc, layer, seq, json, emb) VALUES (?, ?, ?, ?, ?, ?)",
                 [
@@ -283,7 +283,7 @@ class WorkspaceStore:
     # ---------------------------------------------------------------- bulk reads for the in-memory corpus
 
     def all_sections(self) -> list[Section]:
-        return [Section.model_validate_json(r[0]) for r in self._db.execute("SELECT json FROM sections")]
+        return [SECTION_JSON.validate_json(r[0]) for r in self._db.execute("SELECT json FROM sections")]
 
     def all_nodes(self) -> tuple[list[Node], dict[str, np.ndarray]]:
         nodes: list[Node] = []

@@ -1,7 +1,8 @@
-"""Edges and nodes are the most numerous records a corpus holds (about a hundred edges and 25
-nodes per page), so both are slotted pydantic dataclasses: validated like the other records, the
-same JSON as when they were Models (workspaces written before read back), and ~80 bytes an edge
-instead of ~1,000 (a node keeps its text, but not a __dict__ and a fields-set of its own)."""
+"""Edges, nodes and sections are the most numerous records a corpus holds (about a hundred edges,
+25 nodes and three sections per page), so they are slotted pydantic dataclasses: validated like
+the other records, the same JSON as when they were Models (workspaces written before read back),
+and ~80 bytes an edge instead of ~1,000 (a node keeps its text, but not a __dict__ and a
+fields-set of its own)."""
 
 from __future__ import annotations
 
@@ -10,13 +11,18 @@ import tracemalloc
 import pytest
 from pydantic import ValidationError
 
-from backend.types import EDGE_JSON, NODE_JSON, Edge, EdgeKind, Layer, Node, NodeKind, ParsedDocument
+from backend.types import EDGE_JSON, NODE_JSON, SECTION_JSON, Edge, EdgeKind, Layer, Node, NodeKind, ParsedDocument, Section
 
 NODE_WRITTEN_BY_THE_MODEL = (  # a sentence as a workspace of 2026-11-24 stores it
     '{"id":"dcb0426e795002c9:p1.0","layer":2,"kind":"sentence","doc":"dcb0426e795002c9","text":"The accounting for '
     'equity-based compensation expense requires the Company to make estimates.","section":"dcb0426e795002c9:s2",'
     '"page":1,"bbox":[54.0,125.44,557.36,152.63],"parent":"dcb0426e795002c9:p1","crop":null,"label":null,"role":null,'
     '"order":3,"context":""}'
+)
+SECTION_WRITTEN_BY_THE_MODEL = (  # a section as a workspace of 2026-11-24 stores it
+    '{"id":"d08b7d72ad9a2d95:s2","doc":"d08b7d72ad9a2d95","title":"1 Introduction","number":"1","level":1,'
+    '"parent":"d08b7d72ad9a2d95:s0","path":["Technical Appendix: Canopy and Heat Mapping Methods","1 Introduction"],'
+    '"page":1,"bbox":[64.0,205.83497619628906,160.67149353027344,225.80148315429688],"confidence":0.9,"source":"numbering"}'
 )
 WRITTEN_BY_THE_MODEL = '{"src":"d1:p3","dst":"d1:t2","kind":"xref","weight":1.0,"provenance":"Table 2"}'
 
@@ -72,3 +78,14 @@ def test_a_node_written_before_reads_back_and_is_written_the_same():
     assert not hasattr(node, "__dict__")
     with pytest.raises(ValidationError):
         Node(id="x", layer=Layer.COMPONENT, kind=NodeKind.PARAGRAPH, doc="d", text="t", colour="red")
+
+
+def test_a_section_written_before_reads_back_and_is_written_the_same():
+    section = SECTION_JSON.validate_json(SECTION_WRITTEN_BY_THE_MODEL)
+    assert section.path == ["Technical Appendix: Canopy and Heat Mapping Methods", "1 Introduction"] and section.level == 1
+    assert SECTION_JSON.dump_json(section).decode() == SECTION_WRITTEN_BY_THE_MODEL
+    assert not hasattr(section, "__dict__")
+    with pytest.raises(ValidationError):
+        SECTION_JSON.validate_json(SECTION_WRITTEN_BY_THE_MODEL[:-1] + ',"colour":"red"}')
+    with pytest.raises(ValidationError):
+        Section(id="d:s1", doc="d", title="t", level="top", parent=None, path=[], page=1, bbox=None, confidence=1.0, source="font")
