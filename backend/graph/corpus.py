@@ -10,13 +10,14 @@ here, at load, so a link to a document ingested later still lands.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import os
 import re
 import threading
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -26,7 +27,13 @@ import numpy as np
 
 from backend import heap
 from backend.graph.edges import EdgeTable
-from backend.graph.entities import MergedEntities, derive_missing_entities, entity_index_text, merge_entities
+from backend.graph.entities import (
+    MERGED_EDGE_IDENTITY,
+    MergedEntities,
+    derive_missing_entities,
+    entity_index_text,
+    merge_entities,
+)
 from backend.graph.store import WorkspaceStore
 from backend.index.lexical import BM25Index
 from backend.index.texts import index_texts
@@ -90,7 +97,7 @@ class Corpus:
         sections: list[Section],
         nodes: list[Node],
         embeddings: dict[str, np.ndarray],
-        edges: list[Edge],
+        edges: Iterable[Edge],
         doc_links,
         *,
         dims: dict[str, int],
@@ -104,7 +111,8 @@ class Corpus:
         encoder_signature: str | None = None,
         consume_embeddings: bool = False,
     ) -> None:
-        """margin_blocks: doc id -> (page, kind, text) of its furniture blocks (store.margin_blocks),
+        """edges: read once, in order (Corpus.load passes a stream from the store).
+        margin_blocks: doc id -> (page, kind, text) of its furniture blocks (store.margin_blocks),
         from which each document's printed page numbers are fitted (backend.ingest.layout.printed_page_map),
         for questions that name a page (retrieval/references.py). consume_embeddings: the caller
         hands `embeddings` over, and each row leaves it once copied into its layer's matrix, so
@@ -113,8 +121,8 @@ class Corpus:
         self.root = root
         self.generation = generation
         self.encoder_signature = encoder_signature  # the text encoders its vectors come from (store.encoder_signature)
-        merged = merge_entities(nodes, edges, embeddings)  # MMGraphRAG: one entity node per name across documents
-        nodes, edges = merged.nodes, merged.edges
+        merged = merge_entities(nodes, embeddings)  # MMGraphRAG: one entity node per name across documents
+        nodes = merged.nodes
         self.documents: dict[str, Document] = {d.id: d for d in documents}
         # doc id -> printed page number -> the page positions that show it
         self.printed_pages: dict[str, dict[int, tuple[int, ...]]] = {
@@ -122,15 +130,16 @@ class Corpus:
         }
         self.sections: dict[str, Section] = {s.id: s for s in sections}
         self.nodes: dict[str, Node] = {n.id: n for n in nodes}
-        # The edges between nodes of the corpus (an end that is no node drops the edge), as arrays.
-        kept = [e for e in (*edges, *self._resolve_doc_links(doc_links)) if e.src in self.nodes and e.dst in self.nodes]
-        self.edges = EdgeTable(kept, self.nodes)
+        # The edges between nodes of the corpus (an end that is no node drops the edge), as arrays,
+        # read one record at a time when `edges` is a stream (Corpus.load).
+        links = self._resolve_doc_links(doc_links)
+        self.edges = EdgeTable(
+            (e for e in itertools.chain(merged.rewrite(edges), links) if e.src in self.nodes and e.dst in self.nodes),
+            self.nodes, unique=MERGED_EDGE_IDENTITY,
+        )
         self.children: dict[str, list[str]] = defaultdict(list)
-        for e in kept:
-            if e.kind == EdgeKind.CONTAINS:
-                self.children[e.src].append(e.dst)
-        merged.edges.clear()  # the Edge records go before the layers are built: the table holds the edges now
-        del kept, edges
+        for src, dst in self.edges.ends(EdgeKind.CONTAINS):
+            self.children[src].append(dst)
         self.components_by_doc: dict[str, list[str]] = defaultdict(list)
         for n in nodes:
             if n.layer == Layer.COMPONENT:
@@ -156,7 +165,7 @@ class Corpus:
     def load(cls, store: WorkspaceStore, *, dims: dict[str, int], use_gpu: bool = False) -> Corpus:
         nodes, embs = store.all_nodes()
         # Documents ingested before entities existed get them here (rules, cached in the store).
-        nodes, edges = derive_missing_entities(store, nodes, store.all_edges())
+        nodes, edges = derive_missing_entities(store, nodes, store.iter_edges())
         return cls(
             store.documents(), store.all_sections(), nodes, embs, edges, store.all_doc_links(),
             dims=dims, use_gpu=use_gpu, index_dir=store.root / "index", generation=store.generation, root=store.root,

@@ -29,9 +29,12 @@ def _record(src: str, dst: str, kind: EdgeKind, weight: float, provenance: str) 
 class EdgeTable:
     """Edges in their insertion order; `out_of(node)` and `into(node)` keep that order too."""
 
-    def __init__(self, edges: Iterable[Edge], node_ids: Iterable[str] = ()) -> None:
-        """node_ids: ids to number first (a corpus passes its nodes, so that their id strings
-        are the ones held here); an edge end that is no node gets a number too."""
+    def __init__(self, edges: Iterable[Edge], node_ids: Iterable[str] = (), *, unique: dict[EdgeKind, bool] | None = None) -> None:
+        """edges: any iterable, read once (a stream keeps only one record alive at a time).
+        node_ids: ids to number first (a corpus passes its nodes, so that their id strings are
+        the ones held here); an edge end that is no node gets a number too. unique: kinds whose
+        repeats are dropped, the first kept: an edge of such a kind repeats an earlier one with
+        the same ends and kind, and the same provenance too where the kind maps to True."""
         self._code: dict[str, int] = {}
         self._ids: list[str] = []
         for node_id in node_ids:
@@ -54,8 +57,26 @@ class EdgeTable:
         self._kind = np.asarray(kind, dtype=np.int8)
         self._weight = np.asarray(weight, dtype=np.float64)  # an Edge's weight is a Python float: kept exact
         self._prov = np.asarray(prov, dtype=np.int32)
+        del src, dst, kind, weight, prov
+        if unique:
+            keep = self._first_of_each(unique)
+            for name in ("_src", "_dst", "_kind", "_weight", "_prov"):
+                setattr(self, name, getattr(self, name)[keep])
         self._out_start, self._out = self._index(self._src)
         self._in_start, self._in = self._index(self._dst)
+
+    def _first_of_each(self, unique: dict[EdgeKind, bool]) -> np.ndarray:
+        """(n_edges,) True for every edge but the later repeats among the `unique` kinds."""
+        keep = np.ones(len(self._src), dtype=bool)
+        rows = np.flatnonzero(np.isin(self._kind, [_KIND_CODE[k] for k in unique]))
+        if len(rows):
+            with_prov = np.isin(self._kind[rows], [_KIND_CODE[k] for k, v in unique.items() if v])
+            keys = np.stack([self._src[rows], self._dst[rows], self._kind[rows].astype(np.int32),
+                             np.where(with_prov, self._prov[rows], -1)], axis=1)
+            _, first = np.unique(keys, axis=0, return_index=True)  # the first row of each key
+            keep[rows] = False
+            keep[rows[first]] = True
+        return keep
 
     def _number(self, node_id: str) -> int:
         code = self._code.get(node_id)
@@ -105,6 +126,12 @@ class EdgeTable:
         """Every edge of those kinds, in the order they were added (records made for those only)."""
         rows = np.flatnonzero(np.isin(self._kind, [_KIND_CODE[k] for k in kinds]))
         return [self._edge(i) for i in rows]
+
+    def ends(self, kind: EdgeKind) -> Iterator[tuple[str, str]]:
+        """(src, dst) of every edge of that kind, in the order they were added, without records."""
+        ids = self._ids
+        for i in np.flatnonzero(self._kind == _KIND_CODE[kind]):
+            yield ids[self._src[i]], ids[self._dst[i]]
 
     def degree(self, node_id: str) -> int:
         """How many edges start or end at `node_id`."""

@@ -25,12 +25,13 @@ share a name.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import logging
 import re
 import time
 import unicodedata
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -355,10 +356,13 @@ def extract_document_entities(doc_id: str, title: str, nodes: list[Node], llm: L
 # ---------------------------------------------------------------- workspaces built before entities
 
 
-def derive_missing_entities(store: WorkspaceStore, nodes: list[Node], edges: list[Edge]) -> tuple[list[Node], list[Edge]]:
+def derive_missing_entities(
+    store: WorkspaceStore, nodes: list[Node], edges: Iterable[Edge]
+) -> tuple[list[Node], Iterable[Edge]]:
     """Entities for the documents that have none yet (ingested before entities existed, or by
-    older rules), extracted by the rules and cached in the store. Returns the node and edge lists
-    with them added. A store that cannot be written (read-only, locked) keeps them in memory."""
+    older rules), extracted by the rules and cached in the store. Returns the nodes and the edges
+    with them added (the edges as they come: a stream stays a stream). A store that cannot be
+    written (read-only, locked) keeps them in memory."""
     from backend.llm.rules import RulesBackend
 
     runs = store.entity_runs()
@@ -385,29 +389,50 @@ def derive_missing_entities(store: WorkspaceStore, nodes: list[Node], edges: lis
     if stale:
         old_ids = {n.id for n in nodes if n.layer == Layer.ENTITY and n.doc in stale}
         nodes = [n for n in nodes if n.id not in old_ids]
-        edges = [e for e in edges if e.src not in old_ids]
+        edges = (e for e in edges if e.src not in old_ids)
     new_nodes = [n for _d, ns, _e in batches for n in ns]
     new_edges = [e for _d, _n, es in batches for e in es]
     log.info("derived %d entities for %d documents in %.1f s (rules, cached in the store)",
              len(new_nodes), len(todo), time.perf_counter() - t0)
-    return nodes + new_nodes, edges + new_edges
+    return nodes + new_nodes, itertools.chain(edges, new_edges)
 
 
 # ---------------------------------------------------------------- one node per name across documents
 
 
+ENTITY_EDGE_KINDS = (EdgeKind.MENTIONS, EdgeKind.RELATION)
+# Which entity edges repeat one another once merged: same ends and kind, and for a relation the
+# same wording too (EdgeTable(unique=...) keeps the first of each).
+MERGED_EDGE_IDENTITY = {EdgeKind.MENTIONS: False, EdgeKind.RELATION: True}
+
+
 @dataclass
 class MergedEntities:
     nodes: list[Node]  # every non-entity node, then one node per merged entity
-    edges: list[Edge]  # entity edges rewritten to the merged ids
+    remap: dict[str, str]  # per-document entity id -> merged id
     entity_ids: list[str]
     vectors: dict[str, np.ndarray]  # merged id -> mean of its documents' vectors (re-normalised)
     missing: list[str]  # merged ids none of whose documents has a vector (derived at load)
     members: dict[str, list[str]]  # merged id -> per-document entity ids
 
+    def rewrite(self, edges: Iterable[Edge]) -> Iterator[Edge]:
+        """The edges with their entity ends pointed at the merged ids, one at a time (a corpus
+        streams them into its EdgeTable); an edge the merge turns into a self-loop is dropped.
+        Repeats (two documents' mentions of one name from the same unit cannot be, but two
+        relations with the same wording can) are left to EdgeTable(unique=MERGED_EDGE_IDENTITY)."""
+        remap = self.remap
+        for e in edges:
+            if e.kind not in ENTITY_EDGE_KINDS or (e.src not in remap and e.dst not in remap):
+                yield e
+                continue
+            src, dst = remap.get(e.src, e.src), remap.get(e.dst, e.dst)
+            if src != dst:
+                yield Edge(src=src, dst=dst, kind=e.kind, weight=e.weight, provenance=e.provenance)
 
-def merge_entities(nodes: list[Node], edges: list[Edge], embeddings: dict[str, np.ndarray]) -> MergedEntities:
-    """Per-document entity nodes -> one node per merge key (see `merge_key`)."""
+
+def merge_entities(nodes: list[Node], embeddings: dict[str, np.ndarray]) -> MergedEntities:
+    """Per-document entity nodes -> one node per merge key (see `merge_key`); their edges follow
+    through `MergedEntities.rewrite`."""
     groups: dict[str, list[Node]] = defaultdict(list)
     others: list[Node] = []
     for n in nodes:
@@ -416,7 +441,7 @@ def merge_entities(nodes: list[Node], edges: list[Edge], embeddings: dict[str, n
         else:
             others.append(n)
     if not groups:
-        return MergedEntities(others, list(edges), [], {}, [], {})
+        return MergedEntities(others, {}, [], {}, [], {})
     remap: dict[str, str] = {}
     merged_nodes: list[Node] = []
     vectors: dict[str, np.ndarray] = {}
@@ -444,16 +469,4 @@ def merge_entities(nodes: list[Node], edges: list[Edge], embeddings: dict[str, n
             vectors[mid] = (v / (np.linalg.norm(v) or 1.0)).astype(np.float32)
         else:
             missing.append(mid)
-    out_edges: list[Edge] = []
-    seen: set[tuple[str, str, str, str]] = set()
-    for e in edges:
-        if e.kind not in (EdgeKind.MENTIONS, EdgeKind.RELATION) or (e.src not in remap and e.dst not in remap):
-            out_edges.append(e)
-            continue
-        src, dst = remap.get(e.src, e.src), remap.get(e.dst, e.dst)
-        sig = (src, dst, e.kind.value, e.provenance if e.kind == EdgeKind.RELATION else "")
-        if src == dst or sig in seen:
-            continue
-        seen.add(sig)
-        out_edges.append(Edge(src=src, dst=dst, kind=e.kind, weight=e.weight, provenance=e.provenance))
-    return MergedEntities(others + merged_nodes, out_edges, [n.id for n in merged_nodes], vectors, missing, members)
+    return MergedEntities(others + merged_nodes, remap, [n.id for n in merged_nodes], vectors, missing, members)

@@ -19,7 +19,7 @@ import sqlite3
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -56,6 +56,36 @@ CREATE INDEX IF NOT EXISTS doc_links_doc ON doc_links(doc);
 CREATE TABLE IF NOT EXISTS images (id TEXT PRIMARY KEY, doc TEXT NOT NULL, emb BLOB NOT NULL);
 CREATE INDEX IF NOT EXISTS images_doc ON images(doc);
 """
+
+
+class StoredVectors(MutableMapping):
+    """node id -> vector (float32, read-only view), held as the stored bytes. A float32 view per
+    row would be a small Python object each (~300k per 10k pages), made between the nodes and
+    freed once the corpus has copied the rows: the freed slots stay spread over the heap, held by
+    the nodes around them (~30 MB at 10k pages, measured with sys._debugmallocstats). Bytes of a
+    vector's size come from malloc instead, and go back to it whole."""
+
+    def __init__(self) -> None:
+        self._rows: dict[str, bytes | np.ndarray] = {}
+
+    def __getitem__(self, node_id: str) -> np.ndarray:
+        row = self._rows[node_id]
+        return np.frombuffer(row, dtype=np.float32) if isinstance(row, bytes) else row
+
+    def __setitem__(self, node_id: str, row: bytes | np.ndarray) -> None:
+        self._rows[node_id] = row
+
+    def __delitem__(self, node_id: str) -> None:
+        del self._rows[node_id]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __contains__(self, node_id: object) -> bool:
+        return node_id in self._rows
 
 
 class WorkspaceStore:
@@ -285,13 +315,18 @@ class WorkspaceStore:
     def all_sections(self) -> list[Section]:
         return [SECTION_JSON.validate_json(r[0]) for r in self._db.execute("SELECT json FROM sections")]
 
-    def all_nodes(self) -> tuple[list[Node], dict[str, np.ndarray]]:
+    def all_nodes(self) -> tuple[list[Node], StoredVectors]:
+        """Every node, and the text vector of those that have one. The vectors stay the bytes
+        SQLite returned until asked for (each then a float32 view), keyed by the node's own id
+        string: a loaded corpus copies them into its layers and lets them go, and what it lets
+        go leaves no hole among the nodes (see StoredVectors)."""
         nodes: list[Node] = []
-        embs: dict[str, np.ndarray] = {}
-        for node_id, js, emb in self._db.execute("SELECT id, json, emb FROM nodes ORDER BY doc, seq"):
-            nodes.append(NODE_JSON.validate_json(js))
+        embs = StoredVectors()
+        for js, emb in self._db.execute("SELECT json, emb FROM nodes ORDER BY doc, seq"):
+            node = NODE_JSON.validate_json(js)
+            nodes.append(node)
             if emb is not None:
-                embs[node_id] = np.frombuffer(emb, dtype=np.float32)
+                embs[node.id] = emb
         return nodes, embs
 
     def all_image_embeddings(self) -> dict[str, np.ndarray]:
@@ -299,7 +334,14 @@ class WorkspaceStore:
         return {i: np.frombuffer(emb, dtype=np.float32) for i, emb in self._db.execute("SELECT id, emb FROM images ORDER BY doc, id")}
 
     def all_edges(self) -> list[Edge]:
-        return [EDGE_JSON.validate_json(r[0]) for r in self._db.execute("SELECT json FROM edges")]
+        return list(self.iter_edges())
+
+    def iter_edges(self) -> Iterator[Edge]:
+        """Every stored edge, read as the caller takes it: a corpus load streams them into its
+        EdgeTable, so a million records are never alive at once (their freed slots would stay
+        spread over the heap, held by the records made between them)."""
+        for (js,) in self._db.execute("SELECT json FROM edges"):
+            yield EDGE_JSON.validate_json(js)
 
     def all_doc_links(self) -> list[tuple[str, PendingDocLink]]:
         return [(d, PendingDocLink.model_validate_json(js)) for d, js in self._db.execute("SELECT doc, json FROM doc_links")]

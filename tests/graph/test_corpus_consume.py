@@ -33,3 +33,17 @@ def test_consumed_rows_leave_the_input_and_give_the_same_layers(service, sample_
         assert np.array_equal(a.dense.matrix, b.dense.matrix)
         assert not any(i in consumed_input for i in b.ids), f"{name} rows still held"
         assert all(i in kept_input for i in a.ids), "a corpus that does not consume leaves its input alone"
+
+
+def test_stored_vectors_read_as_float32_rows_and_go_when_taken(sample_workspace):
+    store = WorkspaceStore(sample_workspace)
+    try:
+        nodes, vectors = store.all_nodes()
+    finally:
+        store.close()
+    with_vector = [n.id for n in nodes if n.id in vectors]
+    assert with_vector and len(vectors) == len(with_vector)
+    first = vectors[with_vector[0]]
+    assert first.dtype == np.float32 and first.ndim == 1 and abs(float(np.linalg.norm(first)) - 1) < 1e-3
+    assert np.array_equal(vectors.pop(with_vector[0]), first) and with_vector[0] not in vectors
+    assert next(n.id for n in nodes if n.id in vectors) is next(iter(vectors)), "keyed by the node's own id string"

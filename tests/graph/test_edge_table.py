@@ -79,3 +79,55 @@ def test_the_corpus_answers_as_the_stored_edges_say(service, sample_workspace):
         assert e in corpus.edges.out_of(e.src) and e in corpus.edges.into(e.dst), e
     some = next(n for n in corpus.nodes if corpus.edges.degree(n) > 3)
     assert [(e, e.dst) for e in out[some]] + [(e, e.src) for e in into[some]] == corpus.neighbours(some)
+
+
+def test_repeats_of_a_unique_kind_are_dropped_and_the_first_kept():
+    a, b = "ent:a", "ent:b"
+    edges = [
+        Edge(src=a, dst="d1:c1", kind=EdgeKind.MENTIONS, provenance="in d1"),
+        Edge(src=a, dst=b, kind=EdgeKind.RELATION, weight=0.5, provenance="founded"),
+        Edge(src=a, dst="d1:c1", kind=EdgeKind.MENTIONS, weight=0.2, provenance="in d2"),  # a repeat: provenance is not identity
+        Edge(src=a, dst=b, kind=EdgeKind.RELATION, weight=0.9, provenance="founded"),  # a repeat
+        Edge(src=a, dst=b, kind=EdgeKind.RELATION, provenance="sold"),  # another relation
+        Edge(src="d1:c1", dst="d1:c2", kind=EdgeKind.NEXT),
+        Edge(src="d1:c1", dst="d1:c2", kind=EdgeKind.NEXT),  # not a unique kind: kept
+    ]
+    table = EdgeTable(edges, unique={EdgeKind.MENTIONS: False, EdgeKind.RELATION: True})
+    assert list(table) == [edges[0], edges[1], edges[4], edges[5], edges[6]]
+    assert table.out_of(a) == [edges[0], edges[1], edges[4]] and table.into(b) == [edges[1], edges[4]]
+    assert list(table.ends(EdgeKind.NEXT)) == [("d1:c1", "d1:c2")] * 2 and list(table.ends(EdgeKind.XREF)) == []
+
+
+def _old_merge(edges, remap):
+    """The merge of entity edges as the corpus did it before the edge table (a set of signatures)."""
+    out, seen = [], set()
+    for e in edges:
+        if e.kind not in (EdgeKind.MENTIONS, EdgeKind.RELATION) or (e.src not in remap and e.dst not in remap):
+            out.append(e)
+            continue
+        src, dst = remap.get(e.src, e.src), remap.get(e.dst, e.dst)
+        sig = (src, dst, e.kind.value, e.provenance if e.kind == EdgeKind.RELATION else "")
+        if src == dst or sig in seen:
+            continue
+        seen.add(sig)
+        out.append(Edge(src=src, dst=dst, kind=e.kind, weight=e.weight, provenance=e.provenance))
+    return out
+
+
+def test_a_corpus_streamed_from_its_store_holds_the_edges_the_list_merge_held(service, sample_workspace):
+    from backend.graph.entities import merge_entities
+    from backend.graph.store import WorkspaceStore
+
+    corpus = service.corpus(sample_workspace)
+    store = WorkspaceStore(sample_workspace)
+    try:
+        nodes, vectors = store.all_nodes()
+        stored, links = store.all_edges(), store.all_doc_links()
+    finally:
+        store.close()
+    merged = merge_entities(nodes, vectors)
+    assert merged.remap, "fixture check: the sample has entities to merge"
+    expected = [e for e in _old_merge(stored, merged.remap) + corpus._resolve_doc_links(links)
+                if e.src in corpus.nodes and e.dst in corpus.nodes]
+    assert list(corpus.edges) == expected
+    assert sum(e.kind == EdgeKind.MENTIONS for e in expected) > 50

@@ -17,6 +17,7 @@ from backend.graph.entities import (
     ExtractPayload,
     EXTRACT_SCHEMA,
     MAX_EDIT_DISTANCE,
+    MERGED_EDGE_IDENTITY,
     RULES_EXTRACTOR,
     edit_distance,
     extract_document_entities,
@@ -25,6 +26,7 @@ from backend.graph.entities import (
     name_distance,
     normalise_name,
 )
+from backend.graph.edges import EdgeTable
 from backend.graph.store import WorkspaceStore
 from backend.llm.rules import RulesBackend
 from backend.types import EdgeKind, Layer, Node, NodeKind
@@ -184,19 +186,20 @@ def test_entities_merge_across_documents_by_normalised_name():
     per_doc = [n for n in nodes if n.kind == NodeKind.ENTITY and normalise_name(n.text) == "ed wood"]
     assert {n.doc for n in per_doc} == {"a", "b"}, "fixture check: both documents name Ed Wood"
 
-    merged = merge_entities(nodes, edges, vectors)
+    merged = merge_entities(nodes, vectors)
+    merged_edges = list(EdgeTable(merged.rewrite(edges), unique=MERGED_EDGE_IDENTITY))
     ed = [n for n in merged.nodes if n.kind == NodeKind.ENTITY and n.text == "Ed Wood"]
     assert len(ed) == 1
     ed_id = ed[0].id
     assert sorted(merged.members[ed_id]) == sorted(n.id for n in per_doc)
-    mentioned_docs = {e.dst.split(":")[0] for e in merged.edges if e.kind == EdgeKind.MENTIONS and e.src == ed_id}
+    mentioned_docs = {e.dst.split(":")[0] for e in merged_edges if e.kind == EdgeKind.MENTIONS and e.src == ed_id}
     assert mentioned_docs == {"a", "b"}
     # Its vector is the re-normalised mean of its documents' vectors.
     expected = np.mean([vectors[n.id] for n in per_doc], axis=0)
     assert np.allclose(merged.vectors[ed_id], expected / np.linalg.norm(expected))
     # No edge still points at a per-document entity.
     per_doc_ids = {n.id for n in nodes if n.kind == NodeKind.ENTITY}
-    assert not any(e.src in per_doc_ids or e.dst in per_doc_ids for e in merged.edges)
+    assert not any(e.src in per_doc_ids or e.dst in per_doc_ids for e in merged_edges)
     assert Counter(n.kind for n in merged.nodes)[NodeKind.ENTITY] == len(merged.entity_ids) < len(per_doc_ids)
 
 
@@ -205,7 +208,7 @@ def test_figure_and_table_labels_stay_per_document():
     for doc_id in ("a", "b"):
         nodes.append(Node(id=f"{doc_id}:e1", layer=Layer.ENTITY, kind=NodeKind.ENTITY, doc=doc_id, text="Table 1", label="table"))
         nodes.append(Node(id=f"{doc_id}:e2", layer=Layer.ENTITY, kind=NodeKind.ENTITY, doc=doc_id, text="Acme Corp", label="organisation"))
-    merged = merge_entities(nodes, [], {})
+    merged = merge_entities(nodes, {})
     names = Counter(n.text for n in merged.nodes)
     assert names == {"Table 1": 2, "Acme Corp": 1}
     assert len(merged.missing) == 3  # no vectors given: encoded on first use
