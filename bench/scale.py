@@ -268,10 +268,11 @@ def ceiling_note(sizes: list[tuple[int, float, float, float]]) -> str:
         lines.append(f"measured: {rss:.0f} MB of corpus RSS at {pages} pages = {mb_per_page * 100_000 / 1024:.1f} GB per 100k pages "
                      f"(linear); 4 GB holds about {int(4096 / mb_per_page):,} pages; hikey p50 {p50:.0f} ms at {pages} pages.")
     lines.append(
-        "Where one machine stops being enough: every layer is an exact flat index (FAISS IndexFlatIP) plus an in-memory "
-        "BM25, and the min-max normaliser every hybrid strategy uses needs every row's score, so one question reads each "
-        "layer's whole matrix once ("
-        f"{vec_note}) and the process holds every node and edge as a Python object (slotted records, with their texts: somewhat more than the vectors). Past the pages that fit in 4 GB (above), or once a question's layer "
+        "Where one machine stops being enough: every layer is an exact flat index (FAISS IndexFlatIP) plus a BM25 index "
+        "memory-mapped from the workspace, and the min-max normaliser every hybrid strategy uses needs every row's score, "
+        "so one question reads each layer's whole matrix once ("
+        f"{vec_note}) and the process holds every node as a Python object (slotted records, with their texts) and the "
+        "edges as arrays. Past the pages that fit in 4 GB (above), or once a question's layer "
         "pass passes ~100 ms, Strata would hand its per-layer indexes to OpenSearch: one engine that shards BM25 and "
         "k-NN (FAISS or HNSW) indexes across machines, fuses them with min-max normalisation server-side (the "
         "normalization-processor of its hybrid query, the same maths as scoring.fuse_minmax), and filters by document "
