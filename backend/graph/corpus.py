@@ -10,6 +10,8 @@ here, at load, so a link to a document ingested later still lands.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import itertools
 import json
 import logging
@@ -34,7 +36,7 @@ from backend.graph.entities import (
     entity_index_text,
     merge_entities,
 )
-from backend.graph.store import WorkspaceStore
+from backend.graph.store import StoredVectors, WorkspaceStore
 from backend.index.lexical import BM25Index
 from backend.index.texts import index_texts
 from backend.index.vector import VectorIndex
@@ -88,6 +90,85 @@ def _link_key(target: str) -> str:
     path = urlparse(target).path if "://" in target else target
     name = unquote(path.replace("\\", "/").rsplit("/", 1)[-1]).lower()
     return re.sub(r"\.pdf$", "", name)
+
+
+def _layer_matrix(embeddings, members: list[Node], row: dict[str, int], dim: int, consume: bool) -> np.ndarray:
+    """(len(members), dim) the members' vectors in row order. From a store's StoredVectors, the
+    rows not read yet are read in one pass over their layer; consume: each row leaves
+    `embeddings` once copied, and the freed heap goes back before the next layer."""
+    if members:
+        dim = len(embeddings[members[0].id])
+    matrix = np.empty((len(members), dim), dtype=np.float32)
+    if isinstance(embeddings, StoredVectors):
+        for layer in dict.fromkeys(n.layer for n in members):
+            embeddings.fill(matrix, row, layer)
+        if consume:
+            for n in members:
+                del embeddings[n.id]
+    else:
+        take = embeddings.pop if consume else embeddings.__getitem__
+        for r, n in enumerate(members):
+            matrix[r] = take(n.id)
+    if consume:
+        heap.trim()  # the rows just copied are free: hand them back before the next layer's matrix
+    return matrix
+
+
+def _ids_digest(ids: list[str]) -> str:
+    h = hashlib.sha256()
+    for node_id in ids:
+        h.update(node_id.encode())
+        h.update(b"\x00")
+    return h.hexdigest()[:32]
+
+
+class _DenseFiles:
+    """The FAISS files of a workspace's layers (index/<layer>.faiss) and what they hold
+    (index/meta.json: the store generation and, per layer, its rows and a digest of their ids).
+    A file that holds exactly a layer's rows is its vectors: the load reads it and never reads
+    those rows from the store (half the load's reading at 100k pages, and no second copy of the
+    layer while it is built). Any other layer is built from the store's rows and its file written."""
+
+    def __init__(self, index_dir: Path | None, generation: int) -> None:
+        self.dir = index_dir
+        self.generation = generation
+        self.saved: dict = {}
+        meta = index_dir / "meta.json" if index_dir else None
+        if meta is not None and meta.exists():
+            try:
+                self.saved = json.loads(meta.read_text())
+            except (OSError, json.JSONDecodeError):
+                self.saved = {}
+        self.out: dict = {"generation": generation, "layers": {}}
+
+    def index(self, name: str, ids: list[str], row: dict[str, int], matrix: Callable[[], np.ndarray], use_gpu: bool) -> VectorIndex:
+        key = {"rows": len(ids), "ids": _ids_digest(ids)}
+        self.out["layers"][name] = key
+        path = self.dir / f"{name}.faiss" if self.dir else None
+        fresh = self.saved.get("generation") == self.generation and self.saved.get("layers", {}).get(name) == key
+        if fresh and ids and path is not None and path.exists():
+            try:
+                return VectorIndex(ids, None, use_gpu=use_gpu, index=VectorIndex.read(path), row=row)
+            except (RuntimeError, ValueError) as exc:  # unreadable, or not the flat index of these rows
+                log.warning("%s unusable, rebuilding it from the store: %s", path, exc)
+        dense = VectorIndex(ids, matrix(), use_gpu=use_gpu, row=row)
+        if path is not None and ids:
+            try:
+                dense.save(path)
+            except (OSError, RuntimeError) as exc:
+                log.debug("could not write %s: %s", path, exc)
+        return dense
+
+    def write_meta(self) -> None:
+        if self.dir is None or self.out == self.saved:
+            return
+        meta = self.dir / "meta.json"
+        try:
+            tmp = meta.with_suffix(".tmp")
+            tmp.write_text(json.dumps(self.out))
+            os.replace(tmp, meta)
+        except OSError as exc:
+            log.debug("could not write %s: %s", meta, exc)
 
 
 class Corpus:
@@ -163,7 +244,7 @@ class Corpus:
 
     @classmethod
     def load(cls, store: WorkspaceStore, *, dims: dict[str, int], use_gpu: bool = False) -> Corpus:
-        nodes, embs = store.all_nodes()
+        nodes, embs = store.all_nodes(read_layers=(Layer.ENTITY,))  # the layers' rows only where no FAISS file holds them
         # Documents ingested before entities existed get them here (rules, cached in the store).
         nodes, edges = derive_missing_entities(store, nodes, store.iter_edges())
         return cls(
@@ -247,48 +328,17 @@ class Corpus:
         by_layer: dict[str, list[Node]] = defaultdict(list)
         for n in nodes:
             by_layer[_layer_of(n)].append(n)
-        meta_path = index_dir / "meta.json" if index_dir else None
-        saved: dict = {}
-        if meta_path is not None and meta_path.exists():
-            try:
-                saved = json.loads(meta_path.read_text())
-            except (OSError, json.JSONDecodeError):
-                saved = {}
-        fresh = saved.get("generation") == generation
+        cache = _DenseFiles(index_dir, generation)
         layers: dict[str, LayerIndex] = {}
-        meta_out = {"generation": generation, "layers": {}}
         for name in LAYER_NAMES:
             members = [n for n in by_layer.get(name, []) if n.id in embeddings]
             ids = [n.id for n in members]
-            matrix = np.empty((len(ids), len(embeddings[ids[0]]) if ids else dims[name]), dtype=np.float32)
-            take = embeddings.pop if consume else embeddings.__getitem__
-            for row, node_id in enumerate(ids):
-                matrix[row] = take(node_id)
-            if consume:
-                heap.trim()  # the rows just copied are free: hand them back before the next layer's matrix
-            cached = None
-            faiss_path = index_dir / f"{name}.faiss" if index_dir else None
-            if fresh and faiss_path is not None and faiss_path.exists() and saved.get("layers", {}).get(name) == len(ids):
-                try:
-                    cached = VectorIndex.read(faiss_path)
-                except RuntimeError:
-                    cached = None
-            dense = VectorIndex(ids, matrix, use_gpu=use_gpu, index=cached)
-            if cached is None and faiss_path is not None and ids:
-                try:
-                    dense.save(faiss_path)
-                except (OSError, RuntimeError) as exc:
-                    log.debug("could not write %s: %s", faiss_path, exc)
-            meta_out["layers"][name] = len(ids)
+            row = {node_id: i for i, node_id in enumerate(ids)}
+            matrix = functools.partial(_layer_matrix, embeddings, members, row, dims[name], consume)  # read only when no file holds the layer
+            dense = cache.index(name, ids, row, matrix, use_gpu)
             lexical = _lexical(ids, [texts[i] for i in ids], index_dir, name)
             layers[name] = LayerIndex(name=name, ids=ids, dense=dense, lexical=lexical)
-        if meta_path is not None and meta_out != saved:  # stale generation, or a layer file was rebuilt
-            try:
-                tmp = meta_path.with_suffix(".tmp")
-                tmp.write_text(json.dumps(meta_out))
-                os.replace(tmp, meta_path)
-            except OSError as exc:
-                log.debug("could not write %s: %s", meta_path, exc)
+        cache.write_meta()
         return layers
 
     # ---------------------------------------------------------------- queries

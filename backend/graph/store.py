@@ -65,27 +65,55 @@ class StoredVectors(MutableMapping):
     the nodes around them (~30 MB at 10k pages, measured with sys._debugmallocstats). Bytes of a
     vector's size come from malloc instead, and go back to it whole."""
 
-    def __init__(self) -> None:
+    def __init__(self, store: WorkspaceStore | None = None) -> None:
         self._rows: dict[str, bytes | np.ndarray] = {}
+        # Nodes known to have a vector that was not read (all_nodes(read_layers=...)): read from
+        # `store` when asked for, one by one or a layer at a time (`fill`).
+        self._unread: set[str] = set()
+        self._store = store
 
     def __getitem__(self, node_id: str) -> np.ndarray:
-        row = self._rows[node_id]
+        row = self._rows.get(node_id)
+        if row is None:
+            if node_id not in self._unread or self._store is None:
+                raise KeyError(node_id)
+            row = self._store.node_vector(node_id)
         return np.frombuffer(row, dtype=np.float32) if isinstance(row, bytes) else row
 
     def __setitem__(self, node_id: str, row: bytes | np.ndarray) -> None:
+        self._unread.discard(node_id)
         self._rows[node_id] = row
 
     def __delitem__(self, node_id: str) -> None:
-        del self._rows[node_id]
+        if node_id in self._unread:
+            self._unread.discard(node_id)
+        else:
+            del self._rows[node_id]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._rows)
+        yield from self._rows
+        yield from self._unread
 
     def __len__(self) -> int:
-        return len(self._rows)
+        return len(self._rows) + len(self._unread)
 
     def __contains__(self, node_id: object) -> bool:
-        return node_id in self._rows
+        return node_id in self._rows or node_id in self._unread
+
+    def mark_unread(self, node_id: str) -> None:
+        self._unread.add(node_id)
+
+    def fill(self, matrix: np.ndarray, row: dict[str, int], layer: Layer) -> None:
+        """matrix[row[id]] = the vector of id, for every id of `row` (nodes of that Layer), read
+        in one pass over the layer's stored rows where they were not read before."""
+        if self._store is not None and any(i in self._unread for i in row):
+            for node_id, emb in self._store.layer_vectors(layer):
+                r = row.get(node_id)
+                if r is not None and node_id not in self._rows:
+                    matrix[r] = np.frombuffer(emb, dtype=np.float32)
+        for node_id, r in row.items():
+            if node_id in self._rows:
+                matrix[r] = self[node_id]
 
 
 class WorkspaceStore:
@@ -315,19 +343,35 @@ class WorkspaceStore:
     def all_sections(self) -> list[Section]:
         return [SECTION_JSON.validate_json(r[0]) for r in self._db.execute("SELECT json FROM sections")]
 
-    def all_nodes(self) -> tuple[list[Node], StoredVectors]:
+    def all_nodes(self, read_layers: tuple[Layer, ...] | None = None) -> tuple[list[Node], StoredVectors]:
         """Every node, and the text vector of those that have one. The vectors stay the bytes
         SQLite returned until asked for (each then a float32 view), keyed by the node's own id
         string: a loaded corpus copies them into its layers and lets them go, and what it lets
-        go leaves no hole among the nodes (see StoredVectors)."""
+        go leaves no hole among the nodes (see StoredVectors). read_layers: read only the
+        vectors of nodes of those layers now; the others are read when asked for (a corpus whose
+        FAISS files are fresh never reads them: Corpus.load)."""
         nodes: list[Node] = []
-        embs = StoredVectors()
-        for js, emb in self._db.execute("SELECT json, emb FROM nodes ORDER BY doc, seq"):
+        embs = StoredVectors(self)
+        wanted = "1" if read_layers is None else f"layer IN ({','.join(str(int(x)) for x in read_layers) or 'NULL'})"
+        query = f"SELECT json, emb IS NOT NULL, CASE WHEN {wanted} THEN emb END FROM nodes ORDER BY doc, seq"  # noqa: S608 - ints only
+        for js, has_emb, emb in self._db.execute(query):
             node = NODE_JSON.validate_json(js)
             nodes.append(node)
             if emb is not None:
                 embs[node.id] = emb
+            elif has_emb:
+                embs.mark_unread(node.id)
         return nodes, embs
+
+    def node_vector(self, node_id: str) -> bytes:
+        row = self._db.execute("SELECT emb FROM nodes WHERE id=? AND emb IS NOT NULL", (node_id,)).fetchone()
+        if row is None:
+            raise KeyError(node_id)
+        return row[0]
+
+    def layer_vectors(self, layer: Layer) -> Iterator[tuple[str, bytes]]:
+        """(id, vector bytes) of every node of that Layer that has a vector, streamed."""
+        yield from self._db.execute("SELECT id, emb FROM nodes WHERE layer=? AND emb IS NOT NULL", (int(layer),))
 
     def all_image_embeddings(self) -> dict[str, np.ndarray]:
         """Image vectors of figures and figure regions: node id -> (dim,)."""

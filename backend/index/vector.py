@@ -31,9 +31,17 @@ def _shared_storage(index: faiss.Index, matrix: np.ndarray) -> np.ndarray:
     not hold the same vectors (another index type, or a cached file whose rows differ)."""
     if not isinstance(index, faiss.IndexFlat) or index.ntotal != len(matrix) or not len(matrix):
         return matrix
-    stored = faiss.rev_swig_ptr(index.get_xb(), index.ntotal * index.d).reshape(index.ntotal, index.d).view(_IndexStorage)
+    stored = _index_vectors(index)
     if stored.shape != matrix.shape or not np.array_equal(stored, matrix):
         return matrix
+    return stored
+
+
+def _index_vectors(index: faiss.IndexFlat) -> np.ndarray:
+    """The flat index's vectors as an (n, dim) array over its own memory, keeping the index alive."""
+    if not index.ntotal:
+        return np.zeros((0, index.d), dtype=np.float32)
+    stored = faiss.rev_swig_ptr(index.get_xb(), index.ntotal * index.d).reshape(index.ntotal, index.d).view(_IndexStorage)
     stored.owner = index  # views of the array keep the index, and so the memory, alive
     return stored
 
@@ -47,18 +55,28 @@ class _IndexStorage(np.ndarray):
 class VectorIndex:
     """ids[i] is the node of row i of `matrix` (n, dim)."""
 
-    def __init__(self, ids: list[str], matrix: np.ndarray, *, use_gpu: bool = False, index: faiss.Index | None = None) -> None:
+    def __init__(
+        self, ids: list[str], matrix: np.ndarray | None, *, use_gpu: bool = False, index: faiss.Index | None = None,
+        row: dict[str, int] | None = None,
+    ) -> None:
+        """matrix None: the vectors are the flat `index`'s own (a FAISS file a load read: held once).
+        row: the id -> row map when the caller made it already."""
         self.ids = ids
-        self.matrix = np.ascontiguousarray(matrix, dtype=np.float32)
-        self.row = {node_id: i for i, node_id in enumerate(ids)}
-        cpu = index
-        if cpu is None:
-            cpu = faiss.IndexFlatIP(self.matrix.shape[1] if self.matrix.ndim == 2 and self.matrix.shape[1] else 1)
-            if len(ids):
-                cpu.add(self.matrix)
+        self.row = row if row is not None else {node_id: i for i, node_id in enumerate(ids)}
+        if matrix is None:
+            if not isinstance(index, faiss.IndexFlat) or index.ntotal != len(ids):
+                raise ValueError("an index without a matrix must be a flat index holding one vector per id")
+            cpu, self.matrix = index, _index_vectors(index)
+        else:
+            self.matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+            cpu = index
+            if cpu is None:
+                cpu = faiss.IndexFlatIP(self.matrix.shape[1] if self.matrix.ndim == 2 and self.matrix.shape[1] else 1)
+                if len(ids):
+                    cpu.add(self.matrix)
+            self.matrix = _shared_storage(cpu, self.matrix)
         self._cpu = cpu
         self._index = cpu
-        self.matrix = _shared_storage(cpu, self.matrix)
         self.on_gpu = False
         if use_gpu and len(ids):
             try:

@@ -21,6 +21,7 @@ import pytest
 from backend.errors import WorkspaceError
 from backend.graph.store import WorkspaceStore
 from backend.service import Service
+from backend.types import Layer
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SAMPLE_DIR = REPO_ROOT / "sample_corpus"
@@ -121,7 +122,7 @@ def test_missing_stale_or_corrupt_faiss_files_are_rebuilt(service, sample_corpus
     (index / "components.faiss").unlink()
     (index / "subcomponents.faiss").write_bytes(b"not a faiss index")
     meta = json.loads((index / "meta.json").read_text())
-    meta["layers"]["sections"] += 7  # the sections file no longer matches what the database holds
+    meta["layers"]["sections"]["rows"] += 7  # the sections file no longer matches what the database holds
     (index / "meta.json").write_text(json.dumps(meta))
 
     svc, text, sub = _counting_service(service, counting_encoder_cls)
@@ -136,7 +137,7 @@ def test_missing_stale_or_corrupt_faiss_files_are_rebuilt(service, sample_corpus
     # A stale generation stamp also forces a rebuild, and the stamp is brought up to date.
     meta = json.loads((index / "meta.json").read_text())
     assert meta["generation"] == _generation(workspace_copy)
-    assert meta["layers"]["sections"] == len(corpus.layers["sections"].ids)
+    assert meta["layers"]["sections"]["rows"] == len(corpus.layers["sections"].ids)
 
 
 @pytest.mark.slow
@@ -208,3 +209,29 @@ def test_a_document_from_an_older_parser_is_parsed_again(service, workspace_copy
     monkeypatch.undo()
     # The re-parsed document carries the version it was parsed with (the real one here).
     assert service.ingest(workspace_copy, [path]).files[0].status == "unchanged"
+
+
+def test_a_fresh_faiss_file_is_the_layer_and_its_rows_are_not_read_from_the_store(service, sample_corpus, workspace_copy, monkeypatch):
+    """A load reads a layer's vectors from its FAISS file when the file holds exactly that layer's
+    rows (generation, row count and a digest of the ids in meta.json), and from the store when not."""
+    service.corpus(workspace_copy)  # writes the files and meta.json of this copy
+    read: list[int] = []
+    original = WorkspaceStore.layer_vectors
+
+    def counting(self, layer):
+        read.append(int(layer))
+        return original(self, layer)
+
+    monkeypatch.setattr(WorkspaceStore, "layer_vectors", counting)
+    fresh = Service(service.settings, encoder=service.encoders.text, sub_encoder=service.encoders.sub).corpus(workspace_copy)
+    assert read == [], "every layer came from its FAISS file"
+    for name in ("documents", "sections", "components", "subcomponents"):
+        assert np.array_equal(fresh.layers[name].dense.matrix, sample_corpus.layers[name].dense.matrix), name
+    # Another order of the same rows is not the file's: that layer is read from the store.
+    index = workspace_copy / "index"
+    meta = json.loads((index / "meta.json").read_text())
+    meta["layers"]["components"]["ids"] = "0" * 32
+    (index / "meta.json").write_text(json.dumps(meta))
+    again = Service(service.settings, encoder=service.encoders.text, sub_encoder=service.encoders.sub).corpus(workspace_copy)
+    assert read == [int(Layer.COMPONENT)]
+    assert np.array_equal(again.layers["components"].dense.matrix, sample_corpus.layers["components"].dense.matrix)
