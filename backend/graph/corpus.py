@@ -28,7 +28,7 @@ from urllib.parse import unquote, urlparse
 import numpy as np
 
 from backend import heap
-from backend.graph.edges import EdgeTable
+from backend.graph.edges import EdgeRow, EdgeTable, edge_rows
 from backend.graph.entities import (
     MERGED_EDGE_IDENTITY,
     MergedEntities,
@@ -178,7 +178,7 @@ class Corpus:
         sections: list[Section],
         nodes: list[Node],
         embeddings: dict[str, np.ndarray],
-        edges: Iterable[Edge],
+        edges: Iterable[Edge | EdgeRow],
         doc_links,
         *,
         dims: dict[str, int],
@@ -215,7 +215,7 @@ class Corpus:
         # read one record at a time when `edges` is a stream (Corpus.load).
         links = self._resolve_doc_links(doc_links)
         self.edges = EdgeTable(
-            (e for e in itertools.chain(merged.rewrite(edges), links) if e.src in self.nodes and e.dst in self.nodes),
+            (e for e in itertools.chain(merged.rewrite(edges), edge_rows(links)) if e[0] in self.nodes and e[1] in self.nodes),
             self.nodes, unique=MERGED_EDGE_IDENTITY,
         )
         self.children: dict[str, list[str]] = defaultdict(list)
@@ -246,7 +246,7 @@ class Corpus:
     def load(cls, store: WorkspaceStore, *, dims: dict[str, int], use_gpu: bool = False) -> Corpus:
         nodes, embs = store.all_nodes(read_layers=(Layer.ENTITY,))  # the layers' rows only where no FAISS file holds them
         # Documents ingested before entities existed get them here (rules, cached in the store).
-        nodes, edges = derive_missing_entities(store, nodes, store.iter_edges())
+        nodes, edges = derive_missing_entities(store, nodes, store.iter_edge_rows())
         return cls(
             store.documents(), store.all_sections(), nodes, embs, edges, store.all_doc_links(),
             dims=dims, use_gpu=use_gpu, index_dir=store.root / "index", generation=store.generation, root=store.root,

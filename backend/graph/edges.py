@@ -2,13 +2,14 @@
 
 A corpus holds about a hundred edges per page (entity mentions and relations are most of them).
 As Edge records in three Python lists (all edges, per source, per target) they took ~130 bytes
-each plus the lists; here an edge is 17 bytes of columns and 8 of offsets, and an Edge record
+each plus the lists; here an edge is 21 bytes of columns and 8 of offsets, and an Edge record
 is made only when asked for (`out_of`, `into`, iteration). Records are made without validation:
-every value was validated when the edge was first built or read.
+every value was validated when the edge was first built or written to the store.
 """
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterable, Iterator
 
 import numpy as np
@@ -17,7 +18,18 @@ from backend.types import Edge, EdgeKind
 
 _KINDS = tuple(EdgeKind)
 _KIND_CODE = {k: i for i, k in enumerate(_KINDS)}
+_VALUE_CODE = {k.value: i for i, k in enumerate(_KINDS)}
 _EMPTY = np.zeros(0, dtype=np.int64)
+
+# An edge as the store reads it for a load: (src, dst, kind value, weight, provenance). A load
+# streams these into the table without making an Edge record for each (WorkspaceStore.iter_edge_rows).
+EdgeRow = tuple[str, str, str, float, str]
+
+
+def edge_rows(edges: Iterable[Edge | EdgeRow]) -> Iterator[EdgeRow]:
+    """Edge records as rows (rows pass through)."""
+    for e in edges:
+        yield e if isinstance(e, tuple) else (e.src, e.dst, e.kind.value, e.weight, e.provenance)
 
 
 def _record(src: str, dst: str, kind: EdgeKind, weight: float, provenance: str) -> Edge:
@@ -29,8 +41,10 @@ def _record(src: str, dst: str, kind: EdgeKind, weight: float, provenance: str) 
 class EdgeTable:
     """Edges in their insertion order; `out_of(node)` and `into(node)` keep that order too."""
 
-    def __init__(self, edges: Iterable[Edge], node_ids: Iterable[str] = (), *, unique: dict[EdgeKind, bool] | None = None) -> None:
-        """edges: any iterable, read once (a stream keeps only one record alive at a time).
+    def __init__(
+        self, edges: Iterable[Edge | EdgeRow], node_ids: Iterable[str] = (), *, unique: dict[EdgeKind, bool] | None = None,
+    ) -> None:
+        """edges: Edge records or EdgeRows, any iterable, read once (a stream keeps only one alive at a time).
         node_ids: ids to number first (a corpus passes its nodes, so that their id strings are
         the ones held here); an edge end that is no node gets a number too. unique: kinds whose
         repeats are dropped, the first kept: an edge of such a kind repeats an earlier one with
@@ -41,16 +55,16 @@ class EdgeTable:
             self._number(node_id)
         provenance: dict[str, int] = {}
         self._provenance: list[str] = []
-        src, dst, kind, weight, prov = [], [], [], [], []
-        for e in edges:
-            src.append(self._number(e.src))
-            dst.append(self._number(e.dst))
-            kind.append(_KIND_CODE[e.kind])
-            weight.append(e.weight)
-            p = provenance.get(e.provenance)
+        src, dst, kind, weight, prov = array("i"), array("i"), array("b"), array("d"), array("i")
+        for e_src, e_dst, e_kind, e_weight, e_prov in edge_rows(edges):
+            src.append(self._number(e_src))
+            dst.append(self._number(e_dst))
+            kind.append(_VALUE_CODE[e_kind])
+            weight.append(e_weight)
+            p = provenance.get(e_prov)
             if p is None:
-                p = provenance[e.provenance] = len(self._provenance)
-                self._provenance.append(e.provenance)
+                p = provenance[e_prov] = len(self._provenance)
+                self._provenance.append(e_prov)
             prov.append(p)
         self._src = np.asarray(src, dtype=np.int32)
         self._dst = np.asarray(dst, dtype=np.int32)

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from pydantic import Field
 
+from backend.graph.edges import EdgeRow, edge_rows
 from backend.graph.entity_extractor import extract as extract_by_rules
 from backend.llm.base import LLMBackend
 from backend.llm.task import LLMTask, TaskAnswer, TaskPayload
@@ -357,8 +358,8 @@ def extract_document_entities(doc_id: str, title: str, nodes: list[Node], llm: L
 
 
 def derive_missing_entities(
-    store: WorkspaceStore, nodes: list[Node], edges: Iterable[Edge]
-) -> tuple[list[Node], Iterable[Edge]]:
+    store: WorkspaceStore, nodes: list[Node], edges: Iterable[Edge | EdgeRow]
+) -> tuple[list[Node], Iterable[Edge | EdgeRow]]:
     """Entities for the documents that have none yet (ingested before entities existed, or by
     older rules), extracted by the rules and cached in the store. Returns the nodes and the edges
     with them added (the edges as they come: a stream stays a stream). A store that cannot be
@@ -389,7 +390,7 @@ def derive_missing_entities(
     if stale:
         old_ids = {n.id for n in nodes if n.layer == Layer.ENTITY and n.doc in stale}
         nodes = [n for n in nodes if n.id not in old_ids]
-        edges = (e for e in edges if e.src not in old_ids)
+        edges = (e for e in edge_rows(edges) if e[0] not in old_ids)
     new_nodes = [n for _d, ns, _e in batches for n in ns]
     new_edges = [e for _d, _n, es in batches for e in es]
     log.info("derived %d entities for %d documents in %.1f s (rules, cached in the store)",
@@ -401,6 +402,7 @@ def derive_missing_entities(
 
 
 ENTITY_EDGE_KINDS = (EdgeKind.MENTIONS, EdgeKind.RELATION)
+_ENTITY_EDGE_VALUES = frozenset(k.value for k in ENTITY_EDGE_KINDS)
 # Which entity edges repeat one another once merged: same ends and kind, and for a relation the
 # same wording too (EdgeTable(unique=...) keeps the first of each).
 MERGED_EDGE_IDENTITY = {EdgeKind.MENTIONS: False, EdgeKind.RELATION: True}
@@ -415,19 +417,20 @@ class MergedEntities:
     missing: list[str]  # merged ids none of whose documents has a vector (derived at load)
     members: dict[str, list[str]]  # merged id -> per-document entity ids
 
-    def rewrite(self, edges: Iterable[Edge]) -> Iterator[Edge]:
-        """The edges with their entity ends pointed at the merged ids, one at a time (a corpus
-        streams them into its EdgeTable); an edge the merge turns into a self-loop is dropped.
-        Repeats (two documents' mentions of one name from the same unit cannot be, but two
-        relations with the same wording can) are left to EdgeTable(unique=MERGED_EDGE_IDENTITY)."""
+    def rewrite(self, edges: Iterable[Edge | EdgeRow]) -> Iterator[EdgeRow]:
+        """The edges, as rows, with their entity ends pointed at the merged ids, one at a time (a
+        corpus streams them into its EdgeTable); an edge the merge turns into a self-loop is
+        dropped. Repeats (two relations with the same wording, say) are left to
+        EdgeTable(unique=MERGED_EDGE_IDENTITY), which keeps the first."""
         remap = self.remap
-        for e in edges:
-            if e.kind not in ENTITY_EDGE_KINDS or (e.src not in remap and e.dst not in remap):
-                yield e
+        for row in edge_rows(edges):
+            src, dst, kind = row[0], row[1], row[2]
+            if kind not in _ENTITY_EDGE_VALUES or (src not in remap and dst not in remap):
+                yield row
                 continue
-            src, dst = remap.get(e.src, e.src), remap.get(e.dst, e.dst)
+            src, dst = remap.get(src, src), remap.get(dst, dst)
             if src != dst:
-                yield Edge(src=src, dst=dst, kind=e.kind, weight=e.weight, provenance=e.provenance)
+                yield src, dst, kind, row[3], row[4]
 
 
 def merge_entities(nodes: list[Node], embeddings: dict[str, np.ndarray]) -> MergedEntities:

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from backend.errors import WorkspaceError
+from backend.graph.edges import EdgeRow
 from backend.types import EDGE_JSON, FURNITURE_KINDS, NODE_JSON, SECTION_JSON, Block, Document, Edge, EdgeKind, Layer, Node, ParsedDocument, PendingDocLink, Section
 
 log = logging.getLogger(__name__)
@@ -381,11 +382,19 @@ class WorkspaceStore:
         return list(self.iter_edges())
 
     def iter_edges(self) -> Iterator[Edge]:
-        """Every stored edge, read as the caller takes it: a corpus load streams them into its
-        EdgeTable, so a million records are never alive at once (their freed slots would stay
-        spread over the heap, held by the records made between them)."""
-        for (js,) in self._db.execute("SELECT json FROM edges"):
+        """Every stored edge as a record, read as the caller takes it."""
+        for (js,) in self._db.execute("SELECT json FROM edges ORDER BY rowid"):
             yield EDGE_JSON.validate_json(js)
+
+    def iter_edge_rows(self) -> Iterator[EdgeRow]:
+        """Every stored edge as an EdgeRow (src, dst, kind, weight, provenance), streamed: what a
+        corpus load puts in its EdgeTable, without a record per edge (validated when written;
+        SQLite's JSON functions read the two fields the columns do not hold). The order is
+        iter_edges' order."""
+        yield from self._db.execute(
+            "SELECT src, dst, kind, COALESCE(json_extract(json, '$.weight'), 1.0), "
+            "COALESCE(json_extract(json, '$.provenance'), '') FROM edges ORDER BY rowid"
+        )
 
     def all_doc_links(self) -> list[tuple[str, PendingDocLink]]:
         return [(d, PendingDocLink.model_validate_json(js)) for d, js in self._db.execute("SELECT doc, json FROM doc_links")]

@@ -131,3 +131,28 @@ def test_a_corpus_streamed_from_its_store_holds_the_edges_the_list_merge_held(se
                 if e.src in corpus.nodes and e.dst in corpus.nodes]
     assert list(corpus.edges) == expected
     assert sum(e.kind == EdgeKind.MENTIONS for e in expected) > 50
+
+
+def test_the_store_reads_each_edge_as_a_row_with_the_values_of_its_record(workspace_copy):
+    import sqlite3
+
+    from backend.graph.edges import edge_rows
+    from backend.graph.store import DB_NAME, WorkspaceStore
+    from backend.types import EDGE_JSON
+
+    db = sqlite3.connect(workspace_copy / DB_NAME)  # one stored edge gets a weight other than 1.0
+    rowid, js = db.execute("SELECT rowid, json FROM edges WHERE kind='mentions' LIMIT 1").fetchone()
+    edge = EDGE_JSON.validate_json(js)
+    edge.weight = 0.375
+    db.execute("UPDATE edges SET json=? WHERE rowid=?", (EDGE_JSON.dump_json(edge).decode(), rowid))
+    db.commit()
+    db.close()
+    store = WorkspaceStore(workspace_copy)
+    try:
+        records, rows = list(store.iter_edges()), list(store.iter_edge_rows())
+    finally:
+        store.close()
+    assert len(rows) == len(records) > 400
+    assert rows == list(edge_rows(records))
+    assert any(r[4] for r in rows) and [r[3] for r in rows if r[3] != 1.0] == [0.375]
+    assert EdgeTable(rows).of_kind(tuple(EdgeKind)) == [e for e in records]  # every kind, in stored order
