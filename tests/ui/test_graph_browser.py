@@ -212,10 +212,14 @@ OVERVIEW_NODES_JS = "(el) => el.data[0].x.reduce((a, b) => a + b, 0)"  # the 'No
 def test_a_document_filter_at_the_node_limit_keeps_labels_and_overview(graph_page):
     page = graph_page
     whole = _status(page)
-    _select_dropdown(page, "graph-docs", "cool_streets_report")
-    _toggle(page, "graph-layers", "Subcomponents")
     status = page.locator("#graph-status .st-graph-status")
+    _select_dropdown(page, "graph-docs", "cool_streets_report")
     expect(status).not_to_have_attribute("data-matched", str(whole["matched"]))
+    one_document = _status(page)
+    _toggle(page, "graph-layers", "Subcomponents")
+    # Both updates have landed before the slider is touched: a click while the second one is still
+    # processing can be lost (seen once in a fresh clone: the limit stayed at its default).
+    expect(status).not_to_have_attribute("data-matched", str(one_document["matched"]))
     # The node limit at about 120: fewer nodes than that one document has, enough to crowd the view.
     track = page.locator("#graph-limit input[type=range]")
     box = track.bounding_box()
