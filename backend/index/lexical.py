@@ -40,6 +40,20 @@ def tokenize(texts: list[str]) -> list[list[str]]:
     return bm25s.tokenize(texts, stopwords="en", stemmer=_STEMMER, return_ids=False, show_progress=False)
 
 
+def _abandoned(name: str) -> bool:
+    """A `.<key>.<pid>.tmp` folder whose process is gone (a save it did not finish)."""
+    parts = name.split(".")
+    if len(parts) != 4 or parts[3] != "tmp" or not parts[2].isdigit():
+        return False
+    try:
+        os.kill(int(parts[2]), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # alive, but another user's
+        return False
+    return False
+
+
 class BM25Index:
     def __init__(self, ids: list[str], texts: list[str], k1: float = 1.5, b: float = 0.75) -> None:
         self.ids = ids
@@ -96,7 +110,7 @@ class BM25Index:
             except OSError:  # another load saved the same index first
                 shutil.rmtree(tmp, ignore_errors=True)
             for other in path.parent.iterdir():
-                if other.name != path.name and not other.name.startswith("."):
+                if other.name != path.name and (not other.name.startswith(".") or _abandoned(other.name)):
                     shutil.rmtree(other, ignore_errors=True)
         except OSError as exc:
             shutil.rmtree(tmp, ignore_errors=True)

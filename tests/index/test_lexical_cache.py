@@ -87,3 +87,20 @@ def test_a_workspace_loads_its_saved_lexical_indexes(service, workspace_copy):
         assert not _mapped(a) and _mapped(b), name
         for q in ("trees planted", "annual report revenue", "figure"):
             assert np.array_equal(a.scores(q), b.scores(q)), (name, q)
+
+
+def test_a_save_cleans_what_a_crashed_save_left_and_spares_a_running_one(tmp_path: Path):
+    import os
+    import subprocess
+    import sys
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True)
+    crashed = tmp_path / f".0123abcd.{int(dead.stdout)}.tmp"
+    running = tmp_path / f".4567ef01.{os.getpid()}.tmp"
+    for folder in (crashed, running):
+        folder.mkdir()
+        (folder / "data.csc.index.npy").write_bytes(b"half written")
+    BM25Index.cached(IDS, TEXTS, tmp_path)
+    assert not crashed.exists(), "the dead process's half-written index is removed"
+    assert running.exists(), "a live process's save in progress is left alone"
+    assert _mapped(BM25Index.cached(IDS, TEXTS, tmp_path))
