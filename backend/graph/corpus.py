@@ -19,7 +19,7 @@ import os
 import re
 import threading
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -177,7 +177,7 @@ class Corpus:
         documents: list[Document],
         sections: list[Section],
         nodes: list[Node],
-        embeddings: dict[str, np.ndarray],
+        embeddings: MutableMapping[str, np.ndarray],
         edges: Iterable[Edge | EdgeRow],
         doc_links,
         *,

@@ -25,18 +25,6 @@ def gpu_available(setting: str = "auto") -> bool:
     return n > 0 if setting == "auto" else setting == "yes" and n > 0
 
 
-def _shared_storage(index: faiss.Index, matrix: np.ndarray) -> np.ndarray:
-    """The flat index's own vectors as the (n, dim) matrix, so that each vector is held once, not
-    once in numpy and once in FAISS (half the memory of a layer); `matrix` where the index does
-    not hold the same vectors (another index type, or a cached file whose rows differ)."""
-    if not isinstance(index, faiss.IndexFlat) or index.ntotal != len(matrix) or not len(matrix):
-        return matrix
-    stored = _index_vectors(index)
-    if stored.shape != matrix.shape or not np.array_equal(stored, matrix):
-        return matrix
-    return stored
-
-
 def _index_vectors(index: faiss.IndexFlat) -> np.ndarray:
     """The flat index's vectors as an (n, dim) array over its own memory, keeping the index alive."""
     if not index.ntotal:
@@ -59,22 +47,22 @@ class VectorIndex:
         self, ids: list[str], matrix: np.ndarray | None, *, use_gpu: bool = False, index: faiss.Index | None = None,
         row: dict[str, int] | None = None,
     ) -> None:
-        """matrix None: the vectors are the flat `index`'s own (a FAISS file a load read: held once).
+        """Either `matrix` (n, dim), copied into a new flat index, or `index`: a flat index holding
+        one vector per id (a FAISS file a load read). Either way `self.matrix` is a view of the
+        index's own vectors, so each vector is held once, not once in numpy and once in FAISS.
         row: the id -> row map when the caller made it already."""
         self.ids = ids
         self.row = row if row is not None else {node_id: i for i, node_id in enumerate(ids)}
-        if matrix is None:
-            if not isinstance(index, faiss.IndexFlat) or index.ntotal != len(ids):
-                raise ValueError("an index without a matrix must be a flat index holding one vector per id")
-            cpu, self.matrix = index, _index_vectors(index)
-        else:
-            self.matrix = np.ascontiguousarray(matrix, dtype=np.float32)
-            cpu = index
-            if cpu is None:
-                cpu = faiss.IndexFlatIP(self.matrix.shape[1] if self.matrix.ndim == 2 and self.matrix.shape[1] else 1)
-                if len(ids):
-                    cpu.add(self.matrix)
-            self.matrix = _shared_storage(cpu, self.matrix)
+        if (matrix is None) == (index is None):
+            raise ValueError("give the vectors either as a matrix or as a flat index, not both")
+        if matrix is not None:
+            matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+            index = faiss.IndexFlatIP(matrix.shape[1] if matrix.ndim == 2 and matrix.shape[1] else 1)
+            if len(ids):
+                index.add(matrix)
+        if not isinstance(index, faiss.IndexFlat) or index.ntotal != len(ids):
+            raise ValueError("the index must be a flat index holding one vector per id")
+        cpu, self.matrix = index, _index_vectors(index)
         self._cpu = cpu
         self._index = cpu
         self.on_gpu = False
