@@ -151,8 +151,10 @@ def test_filters_change_the_counts(graph_page):
     assert without_contains["shown"] == with_subs["shown"]  # edge kinds filter edges, not nodes
     assert without_contains["edges"] < with_subs["edges"]
     _shot(page, "graph_03_no_contains")
-    # Back to the defaults for the next tests.
+    # Back to the defaults for the next tests, one update at a time (an input made while the
+    # previous redraw is still running was seen lost once in a fresh clone: see the issue note).
     _toggle(page, "graph-edge-kinds", "contains")
+    expect(page.locator("#graph-status .st-graph-status")).to_have_attribute("data-edges", str(with_subs["edges"]))
     _toggle(page, "graph-layers", "Subcomponents")
     expect(page.locator("#graph-status .st-graph-status")).to_have_attribute("data-matched", str(before["matched"]))
     expect(page.locator("#graph-status .st-graph-status")).to_have_attribute("data-edges", str(before["edges"]))
