@@ -78,6 +78,17 @@ class IndexSettings(_Section):
         True, description="Section and document vectors are the mean of their components' vectors (fewer encodes at ingest)."
     )
     use_gpu_faiss: str = Field("auto", description="auto | yes | no. auto uses FAISS GPU when faiss.get_num_gpus() > 0.")
+    approximate_rows: int = Field(
+        250_000,
+        description="A layer with at least this many rows is held as 8-bit codes in an IVF index (a quarter of the memory) and "
+        "searched approximately; 0 = every layer exact. Only the subcomponents and components of workspaces of tens of thousands of pages get there.",
+    )
+    approximate_probes: int = Field(32, description="IVF lists searched per query in an approximate layer (more: closer to exact, slower).")
+    approximate_candidates: int = Field(
+        2048,
+        description="Rows of an approximate layer scored per query for the every-row scores strategies fuse; every other row "
+        "gets the last candidate's score, an upper bound of its own.",
+    )
     image_encoder: str = Field(
         "",
         description="Local folder of a CLIP or SigLIP model (transformers save_pretrained layout) that embeds figure "

@@ -58,7 +58,7 @@ class TokenBudgetPacker:
         if not visual:
             return []
         rows = np.array([comps.dense.row[c] for c in visual])
-        sims = comps.dense.matrix[rows] @ comps.dense.matrix[comps.dense.row[anchor]]
+        sims = comps.dense.scores_of(rows, comps.dense.vector(comps.dense.row[anchor]))
         order = np.argsort(-sims, kind="stable")[: self.associates]
         return [visual[i] for i in order]
 

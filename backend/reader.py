@@ -72,11 +72,11 @@ class EvidenceReader:
             # A unit on a page the question names covers the words that name it ("page 104").
             covered = place_tokens if unit_node.page in pages or unit.node_id in units else set()
             crow = comps.dense.row.get(unit.node_id)
-            comp_cos = max(float(comps.dense.matrix[crow] @ q_text), 0.0) if crow is not None else 0.0
+            comp_cos = max(float(comps.dense.vector(crow) @ q_text), 0.0) if crow is not None else 0.0
             for sid in self.corpus.subcomponents(unit.node_id) or [unit.node_id]:
                 node = self.corpus.nodes[sid]
                 row = subs.dense.row.get(sid)
-                cos = float(subs.dense.matrix[row] @ q_sub) if row is not None else 0.0
+                cos = float(subs.dense.vector(row) @ q_sub) if row is not None else 0.0
                 tokens = content_tokens(node.text)
                 coverage = len(tokens & q_tokens) / len(q_tokens) if q_tokens else 0.0
                 # the words naming its page count for the score, not as words the unit shares with the question

@@ -36,7 +36,7 @@ from backend.graph.corpus import Corpus
 from backend.graph.store import WorkspaceStore
 from backend.index.encoders import EncoderSet, QueryCachingEncoder, TextEncoder, WordLlamaEncoder, build_encoders, runtime_for
 from backend.index.image import ImageEncoder, build_image_encoder
-from backend.index.vector import gpu_available
+from backend.index.vector import Approximate, gpu_available
 from backend.ingest.parser import PARSER_VERSION, file_sha256, open_validated
 from backend.ingest.pipeline import Ingestor
 from backend.ingest.speed import PageMix, SpeedModel, contention, page_mix
@@ -193,7 +193,9 @@ class Service:
                     return cached
                 encoders = self.encoders_for(store.encoder_signature)
                 dims = {name: encoders.for_layer(name).dim for name in ("documents", "sections", "components", "subcomponents")}
-                corpus = Corpus.load(store, dims=dims, use_gpu=gpu_available(self.settings.index.use_gpu_faiss))
+                ix = self.settings.index
+                approximate = Approximate(rows=ix.approximate_rows, probes=ix.approximate_probes, candidates=ix.approximate_candidates)
+                corpus = Corpus.load(store, dims=dims, use_gpu=gpu_available(ix.use_gpu_faiss), approximate=approximate)
                 self._corpora[key] = corpus
                 heap.trim()  # what the load read and built on the way (rows, JSON, token lists) is freed
                 return corpus

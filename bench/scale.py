@@ -240,7 +240,7 @@ def measure(
         f"load {load_s:.1f} s; RSS {rss1:.0f} MB after load (+{rss1 - rss0:.0f} MB for the corpus); "
         f"disk {total / 1e6:.0f} MB ({pdfs / 1e6:.0f} MB PDF copies) = {total * per100k / 1e9:.2f} GB per 100k pages "
         f"({(total - pdfs) * per100k / 1e9:.2f} GB without the PDFs); vectors held "
-        f"{sum(layer.dense.matrix.nbytes for layer in corpus.layers.values()) / 1e6:.0f} MB",
+        f"{sum(layer.dense.nbytes for layer in corpus.layers.values()) / 1e6:.0f} MB",
         "| method | brute p50 ms | brute p95 ms | index p50 ms | index p95 ms | n |",
         "| --- | --- | --- | --- | --- | --- |",
     ]
@@ -252,7 +252,7 @@ def measure(
         log.info(lines[-1])
         hikey_p50 = pct(index, 50) if m == "hikey" else hikey_p50
     lines.append(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
-    vec_mb = sum(layer.dense.matrix.nbytes for layer in corpus.layers.values()) / 1e6
+    vec_mb = sum(layer.dense.nbytes for layer in corpus.layers.values()) / 1e6
     return lines, (pages, rss1 - rss0, hikey_p50, vec_mb)
 
 

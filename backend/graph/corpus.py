@@ -39,7 +39,7 @@ from backend.graph.entities import (
 from backend.graph.store import StoredVectors, WorkspaceStore
 from backend.index.lexical import BM25Index
 from backend.index.texts import index_texts
-from backend.index.vector import VectorIndex
+from backend.index.vector import Approximate, VectorIndex
 from backend.ingest.layout import printed_page_map
 from backend.types import Document, Edge, EdgeKind, Layer, Node, NodeKind, Section
 
@@ -125,13 +125,15 @@ def _ids_digest(ids: list[str]) -> str:
 class _DenseFiles:
     """The FAISS files of a workspace's layers (index/<layer>.faiss) and what they hold
     (index/meta.json: the store generation and, per layer, its rows and a digest of their ids).
-    A file that holds exactly a layer's rows is its vectors: the load reads it and never reads
-    those rows from the store (half the load's reading at 100k pages, and no second copy of the
-    layer while it is built). Any other layer is built from the store's rows and its file written."""
+    A file that holds exactly a layer's rows, as the kind of index the settings ask for (flat, or
+    IVF over 8-bit codes above `approximate.rows`), is its vectors: the load reads it and never
+    reads those rows from the store (half the load's reading at 100k pages, and no second copy of
+    the layer while it is built). Any other layer is built from the store's rows and its file written."""
 
-    def __init__(self, index_dir: Path | None, generation: int) -> None:
+    def __init__(self, index_dir: Path | None, generation: int, approximate: Approximate) -> None:
         self.dir = index_dir
         self.generation = generation
+        self.approximate = approximate
         self.saved: dict = {}
         meta = index_dir / "meta.json" if index_dir else None
         if meta is not None and meta.exists():
@@ -142,16 +144,18 @@ class _DenseFiles:
         self.out: dict = {"generation": generation, "layers": {}}
 
     def index(self, name: str, ids: list[str], row: dict[str, int], matrix: Callable[[], np.ndarray], use_gpu: bool) -> VectorIndex:
-        key = {"rows": len(ids), "ids": _ids_digest(ids)}
+        key = {"rows": len(ids), "ids": _ids_digest(ids), "kind": self.approximate.kind(len(ids))}
         self.out["layers"][name] = key
         path = self.dir / f"{name}.faiss" if self.dir else None
-        fresh = self.saved.get("generation") == self.generation and self.saved.get("layers", {}).get(name) == key
+        saved = self.saved.get("layers", {}).get(name)
+        # a meta.json from before approximate layers recorded no kind: its files are flat
+        fresh = self.saved.get("generation") == self.generation and saved is not None and {"kind": "flat", **saved} == key
         if fresh and ids and path is not None and path.exists():
             try:
-                return VectorIndex(ids, None, use_gpu=use_gpu, index=VectorIndex.read(path), row=row)
-            except (RuntimeError, ValueError) as exc:  # unreadable, or not the flat index of these rows
+                return VectorIndex(ids, None, use_gpu=use_gpu, index=VectorIndex.read(path), row=row, approximate=self.approximate)
+            except (RuntimeError, ValueError) as exc:  # unreadable, or not an index of these rows
                 log.warning("%s unusable, rebuilding it from the store: %s", path, exc)
-        dense = VectorIndex(ids, matrix(), use_gpu=use_gpu, row=row)
+        dense = VectorIndex(ids, matrix(), use_gpu=use_gpu, row=row, approximate=self.approximate)
         if path is not None and ids:
             try:
                 dense.save(path)
@@ -191,6 +195,7 @@ class Corpus:
         margin_blocks: dict[str, list[tuple[int, str, str]]] | None = None,
         encoder_signature: str | None = None,
         consume_embeddings: bool = False,
+        approximate: Approximate | None = None,
     ) -> None:
         """edges: read once, in order (Corpus.load passes a stream from the store).
         margin_blocks: doc id -> (page, kind, text) of its furniture blocks (store.margin_blocks),
@@ -198,7 +203,8 @@ class Corpus:
         for questions that name a page (retrieval/references.py). consume_embeddings: the caller
         hands `embeddings` over, and each row leaves it once copied into its layer's matrix, so
         the per-row vectors and the matrices are not all held at once (Corpus.load: ~185 MB less
-        at the peak of a 6k-page load)."""
+        at the peak of a 6k-page load). approximate: which layers are held as approximate indexes
+        (None: every layer exact)."""
         self.root = root
         self.generation = generation
         self.encoder_signature = encoder_signature  # the text encoders its vectors come from (store.encoder_signature)
@@ -226,7 +232,9 @@ class Corpus:
             if n.layer == Layer.COMPONENT:
                 self.components_by_doc[n.doc].append(n.id)
         self._index_dir = index_dir
-        self.layers = self._build_layers(nodes, embeddings, dims, use_gpu, index_dir, generation, consume_embeddings)
+        self.layers = self._build_layers(
+            nodes, embeddings, dims, use_gpu, index_dir, generation, consume_embeddings, approximate or Approximate()
+        )
         self.layers["entities"] = self._build_entity_layer(merged, dims.get("entities") or dims["subcomponents"])
         self._entities_without_vectors = merged.missing
         self._entity_lock = threading.Lock()
@@ -243,7 +251,9 @@ class Corpus:
     # ---------------------------------------------------------------- construction
 
     @classmethod
-    def load(cls, store: WorkspaceStore, *, dims: dict[str, int], use_gpu: bool = False) -> Corpus:
+    def load(
+        cls, store: WorkspaceStore, *, dims: dict[str, int], use_gpu: bool = False, approximate: Approximate | None = None
+    ) -> Corpus:
         nodes, embs = store.all_nodes(read_layers=(Layer.ENTITY,))  # the layers' rows only where no FAISS file holds them
         # Documents ingested before entities existed get them here (rules, cached in the store).
         nodes, edges = derive_missing_entities(store, nodes, store.iter_edge_rows())
@@ -252,6 +262,7 @@ class Corpus:
             dims=dims, use_gpu=use_gpu, index_dir=store.root / "index", generation=store.generation, root=store.root,
             image_embeddings=store.all_image_embeddings(), image_signature=store.image_encoder_signature,
             margin_blocks=store.margin_blocks(), encoder_signature=store.encoder_signature, consume_embeddings=True,
+            approximate=approximate,
         )
 
     def _resolve_doc_links(self, doc_links) -> list[Edge]:
@@ -299,7 +310,7 @@ class Corpus:
             if missing:
                 layer = self.layers["entities"]
                 vecs = encoder.encode([entity_index_text(self.nodes[i]) for i in missing])  # (n_missing, dim)
-                matrix = layer.dense.matrix.copy()
+                matrix = layer.dense.vectors(np.arange(len(layer.ids)))
                 if matrix.shape[1] != vecs.shape[1]:
                     matrix = np.zeros((len(layer.ids), vecs.shape[1]), dtype=np.float32)
                     missing = layer.ids
@@ -323,12 +334,14 @@ class Corpus:
                 self._derived[build] = build(self)
             return self._derived[build]
 
-    def _build_layers(self, nodes, embeddings, dims, use_gpu, index_dir, generation, consume=False) -> dict[str, LayerIndex]:
+    def _build_layers(
+        self, nodes, embeddings, dims, use_gpu, index_dir, generation, consume, approximate: Approximate
+    ) -> dict[str, LayerIndex]:
         texts = index_texts(nodes, self.sections, self.documents)
         by_layer: dict[str, list[Node]] = defaultdict(list)
         for n in nodes:
             by_layer[_layer_of(n)].append(n)
-        cache = _DenseFiles(index_dir, generation)
+        cache = _DenseFiles(index_dir, generation, approximate)
         layers: dict[str, LayerIndex] = {}
         for name in LAYER_NAMES:
             members = [n for n in by_layer.get(name, []) if n.id in embeddings]

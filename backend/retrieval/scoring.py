@@ -212,7 +212,14 @@ class QueryScores:
             return hybrid_scores(layer, text, vec, alpha)
         key = (self._key(layer), text, _vec_key(vec), float(alpha))
         if key not in self._hybrid:
-            self._hybrid[key] = fuse_minmax(self.bm25(layer, text), self.cosine(layer, vec), alpha)
+            lexical, cosine = self.bm25(layer, text), self.cosine(layer, vec)
+            if not layer.dense.exact:
+                # The cosines hold the dense candidates' own scores; the BM25 candidates get theirs
+                # too, so a row either list ranks high is fused from its own two scores.
+                rows = top_rows(lexical, layer.dense.approximate.candidates)
+                cosine = cosine.copy()
+                cosine[rows] = layer.dense.scores_of(rows, vec)
+            self._hybrid[key] = fuse_minmax(lexical, cosine, alpha)
         return self._hybrid[key]
 
     def hybrid_many(self, layer, texts: list[str], vecs: np.ndarray, alpha: float) -> np.ndarray:

@@ -43,15 +43,14 @@ def _measure_template_share(corpus) -> float:
     comps = corpus.layers["components"]
     share = 0.0
     if len(corpus.documents) > 1 and len(comps.ids) > 1:
-        matrix = comps.dense.matrix
         docs = np.array([corpus.nodes[i].doc for i in comps.ids])
         rng = np.random.default_rng(0)  # deterministic sample
-        idx = rng.choice(len(matrix), size=min(TEMPLATE_SAMPLE, len(matrix)), replace=False)
+        idx = rng.choice(len(comps.ids), size=min(TEMPLATE_SAMPLE, len(comps.ids)), replace=False)
         nearest = np.empty(len(idx), dtype=np.float32)
         # In blocks of sampled rows: a (400, n) similarity matrix is 2.9 GB at 1.8M components.
         for start in range(0, len(idx), TEMPLATE_BLOCK):
             rows = idx[start:start + TEMPLATE_BLOCK]
-            sims = comps.dense.scores_many(matrix[rows])  # (n, block)
+            sims = comps.dense.scores_many(comps.dense.vectors(rows))  # (n, block)
             sims[docs[rows][None, :] == docs[:, None]] = -1.0
             nearest[start:start + len(rows)] = sims.max(axis=0)
         share = float((nearest >= TEMPLATE_COSINE).mean())

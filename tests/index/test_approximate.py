@@ -1,0 +1,141 @@
+"""Approximate layers: above `index.approximate_rows` a layer is an IVF index over 8-bit codes
+(a quarter of the memory), its every-row scores come from candidates, and a workspace's FAISS
+files follow the setting both ways."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from backend.graph.store import WorkspaceStore
+from backend.index.vector import Approximate, VectorIndex, lists_for
+from backend.retrieval.scoring import QueryScores, top_rows
+from backend.service import Service
+from backend.types import Trace
+from bench.golden_retrieval import SAMPLE_QUESTIONS
+
+METHODS = ("bm25", "dense", "hybrid", "hikey", "lilac", "fif", "mirag", "mmgraph", "strata")
+
+
+def _unit_rows(n: int, dim: int, seed: int = 0) -> np.ndarray:
+    """n unit vectors around 40 centres (embeddings cluster by topic), deterministic."""
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((40, dim))
+    x = centres[rng.integers(0, 40, n)] + 0.6 * rng.standard_normal((n, dim))
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def layer() -> tuple[np.ndarray, VectorIndex]:
+    x = _unit_rows(6000, 32)
+    # every list probed: what is left of "approximate" is the 8-bit codes and the candidates
+    index = VectorIndex([f"n{i}" for i in range(len(x))], x, approximate=Approximate(rows=1000, probes=10_000, candidates=50))
+    return x, index
+
+
+def test_a_layer_over_the_threshold_is_ivf_over_8_bit_codes_and_under_it_exact():
+    x = _unit_rows(999, 16)
+    ids = [f"n{i}" for i in range(len(x))]
+    assert VectorIndex(ids, x, approximate=Approximate(rows=1000)).exact
+    assert VectorIndex(ids, x).exact, "no setting: exact"
+    approx = VectorIndex(ids, x, approximate=Approximate(rows=999))
+    assert not approx.exact and approx.matrix is None
+    assert approx.nbytes == x.size, "one byte a dimension, a quarter of float32"
+    assert approx.vectors(np.array([0, 500, 998])) == pytest.approx(x[[0, 500, 998]], abs=0.01)
+    assert approx.vector(7) == pytest.approx(x[7], abs=0.01)
+    assert lists_for(999) == 15 and lists_for(10_000_000) == 2048 and lists_for(3) == 1
+
+
+def test_top_k_of_an_approximate_layer_searched_in_every_list_is_the_exact_top_k(layer):
+    x, index = layer
+    for q in _unit_rows(20, 32, seed=1):
+        rows, cos = index.search_rows(q, 10)
+        exact = np.argsort(-(x @ q), kind="stable")[:10]
+        assert len(set(rows) & set(exact)) >= 9  # 8-bit codes may swap a near tie at the edge
+        assert cos == pytest.approx(x[rows] @ q, abs=0.01)
+        assert list(cos) == sorted(cos, reverse=True)
+
+
+def test_every_row_scores_hold_the_candidates_and_the_lowest_row_and_bound_the_rest(layer):
+    x, index = layer
+    for q in _unit_rows(10, 32, seed=2):
+        s, exact = index.scores(q), x @ q
+        cand = np.argsort(-exact, kind="stable")[:50]
+        assert s[cand] == pytest.approx(exact[cand], abs=0.01), "the candidates' own scores"
+        lowest = int(np.argmin(s))  # the row the negated query found (8-bit codes may pick a near tie)
+        assert s[lowest] == pytest.approx(exact[lowest], abs=0.01) and s.min() == pytest.approx(exact.min(), abs=0.01), \
+            "the layer's range reaches its lowest row"
+        rest = np.setdiff1d(np.arange(len(x)), np.append(cand, lowest))
+        fill = s[rest]
+        assert np.all(fill == fill[0]) and np.all(fill >= exact[rest] - 0.01), "an upper bound of every other row"
+        both = index.scores_many(np.stack([q, -q]))
+        assert np.array_equal(both[:, 0], s)
+
+
+def test_a_hybrid_over_an_approximate_layer_fuses_the_bm25_candidates_from_their_own_cosine(sample_corpus, service):
+    """A row BM25 ranks high is fused from its own cosine, not the bound the dense candidates left it."""
+    comps = sample_corpus.layers["components"]
+    approx = VectorIndex(comps.ids, comps.dense.matrix, approximate=Approximate(rows=1, probes=100, candidates=3))
+    layer = type(comps)(name=comps.name, ids=comps.ids, dense=approx, lexical=comps.lexical)
+    query = SAMPLE_QUESTIONS[8]
+    qvec = service.encoder.encode([query])[0]
+    sc = QueryScores()
+    fused = sc.hybrid(layer, query, qvec, 0.5)
+    bm25, cos = sc.bm25(layer, query), sc.cosine(layer, qvec)
+    rows = top_rows(bm25, 3)
+    assert not set(rows) & set(approx.search_rows(qvec, 3)[0]), "BM25's top rows are no dense candidates here"
+    assert len(set(cos[rows])) == 1, "so the dense scores left them the bound"
+    lo, hi = float(cos.min()), float(cos.max())
+    lex = (bm25 - bm25.min()) / (bm25.max() - bm25.min())
+    own = comps.dense.matrix[rows] @ qvec
+    assert fused[rows] == pytest.approx(0.5 * lex[rows] + 0.5 * (own - lo) / (hi - lo), abs=0.005)
+
+
+def _service(service, rows: int) -> Service:
+    settings = service.settings.model_copy(deep=True)
+    settings.index.approximate_rows = rows
+    return Service(settings, encoder=service.encoders.text, sub_encoder=service.encoders.sub)
+
+
+def test_every_method_answers_over_approximate_layers_and_the_files_follow_the_setting(service, sample_corpus, workspace_copy, monkeypatch):
+    approx = _service(service, 1).corpus(workspace_copy)
+    assert [name for name, layer in approx.layers.items() if layer.dense.exact] == ["entities"]  # small, in memory
+    meta = json.loads((workspace_copy / "index" / "meta.json").read_text())
+    assert {v["kind"] for v in meta["layers"].values()} == {"ivf1-sq8", "ivf4-sq8"}
+    llm = service.llm("rules")
+    exact_svc = _service(service, 0)
+    for method in METHODS:
+        for q in SAMPLE_QUESTIONS[:5]:
+            a = exact_svc.retriever(method, sample_corpus, llm=llm).retrieve(q, 10, {}, Trace(method=method))
+            b = _service(service, 1).retriever(method, approx, llm=llm).retrieve(q, 10, {}, Trace(method=method))
+            # every list searched, every row a candidate at this size: only the 8-bit codes differ
+            assert b and a[0].node_id == b[0].node_id, (method, q)
+
+    read: list[int] = []
+    original = WorkspaceStore.layer_vectors
+    monkeypatch.setattr(WorkspaceStore, "layer_vectors", lambda self, layer: read.append(int(layer)) or original(self, layer))
+    again = _service(service, 1).corpus(workspace_copy)
+    assert read == [] and not again.layers["components"].dense.exact, "the IVF files were read, the store's rows were not"
+    flat = _service(service, 0).corpus(workspace_copy)
+    assert len(read) == 4, "a changed setting rebuilds every layer from the store"
+    for name in ("documents", "sections", "components", "subcomponents"):
+        assert np.array_equal(flat.layers[name].dense.matrix, sample_corpus.layers[name].dense.matrix), name
+
+
+def test_a_meta_json_from_before_kinds_names_flat_files_and_they_are_read(service, workspace_copy, monkeypatch):
+    """Workspaces saved before approximate layers existed keep their FAISS files (no rebuild)."""
+    _service(service, 0).corpus(workspace_copy)
+    meta_path = workspace_copy / "index" / "meta.json"
+    meta = json.loads(meta_path.read_text())
+    for layer in meta["layers"].values():
+        assert layer.pop("kind") == "flat"
+    meta_path.write_text(json.dumps(meta))
+    read: list[int] = []
+    original = WorkspaceStore.layer_vectors
+    monkeypatch.setattr(WorkspaceStore, "layer_vectors", lambda self, layer: read.append(int(layer)) or original(self, layer))
+    _service(service, 0).corpus(workspace_copy)
+    assert read == []
+    _service(service, 1).corpus(workspace_copy)
+    assert len(read) == 4, "asked to be approximate, every layer is rebuilt"
