@@ -194,7 +194,7 @@ class Service:
                 encoders = self.encoders_for(store.encoder_signature)
                 dims = {name: encoders.for_layer(name).dim for name in ("documents", "sections", "components", "subcomponents")}
                 ix = self.settings.index
-                approximate = Approximate(rows=ix.approximate_rows, probes=ix.approximate_probes, candidates=ix.approximate_candidates)
+                approximate = Approximate(rows=ix.approximate_rows, share=ix.approximate_share, candidates=ix.approximate_candidates)
                 corpus = Corpus.load(store, dims=dims, use_gpu=gpu_available(ix.use_gpu_faiss), approximate=approximate)
                 self._corpora[key] = corpus
                 heap.trim()  # what the load read and built on the way (rows, JSON, token lists) is freed

@@ -240,7 +240,8 @@ def measure(
         f"load {load_s:.1f} s; RSS {rss1:.0f} MB after load (+{rss1 - rss0:.0f} MB for the corpus); "
         f"disk {total / 1e6:.0f} MB ({pdfs / 1e6:.0f} MB PDF copies) = {total * per100k / 1e9:.2f} GB per 100k pages "
         f"({(total - pdfs) * per100k / 1e9:.2f} GB without the PDFs); vectors held "
-        f"{sum(layer.dense.nbytes for layer in corpus.layers.values()) / 1e6:.0f} MB",
+        f"{sum(layer.dense.nbytes for layer in corpus.layers.values()) / 1e6:.0f} MB; approximate layers: "
+        f"{', '.join(n for n, layer in corpus.layers.items() if not layer.dense.exact) or 'none'}",
         "| method | brute p50 ms | brute p95 ms | index p50 ms | index p95 ms | n |",
         "| --- | --- | --- | --- | --- | --- |",
     ]

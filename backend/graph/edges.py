@@ -9,6 +9,7 @@ every value was validated when the edge was first built or written to the store.
 
 from __future__ import annotations
 
+import functools
 from array import array
 from collections.abc import Iterable, Iterator
 
@@ -18,6 +19,15 @@ from backend.types import Edge, EdgeKind
 
 _KINDS = tuple(EdgeKind)
 _KIND_CODE = {k: i for i, k in enumerate(_KINDS)}
+
+
+@functools.lru_cache(maxsize=None)
+def _kind_mask(kinds: tuple[EdgeKind, ...]) -> np.ndarray:
+    """(len(EdgeKind),) True at the codes of `kinds`: a row filter by indexing, where np.isin
+    cost ~25 us a call on a node's few edges (FiF asks for a node's neighbours ~500 times a question)."""
+    mask = np.zeros(len(_KINDS), dtype=bool)
+    mask[[_KIND_CODE[k] for k in kinds]] = True
+    return mask
 _VALUE_CODE = {k.value: i for i, k in enumerate(_KINDS)}
 _EMPTY = np.zeros(0, dtype=np.int64)
 
@@ -125,7 +135,7 @@ class EdgeTable:
             return _EMPTY
         rows = order[starts[code]:starts[code + 1]]
         if kinds is not None and len(rows):
-            rows = rows[np.isin(self._kind[rows], [_KIND_CODE[k] for k in kinds])]
+            rows = rows[_kind_mask(tuple(kinds))[self._kind[rows]]]
         return rows
 
     def out_of(self, node_id: str, kinds: tuple[EdgeKind, ...] | None = None) -> list[Edge]:

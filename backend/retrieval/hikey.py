@@ -98,7 +98,7 @@ class HiKEYRetriever(Retriever):
     ) -> tuple[list[str], dict[str, float]]:
         """Stage 1: document routing. Doc_card hybrid score, backed by the best unit inside the
         document so that documents with near-identical cards (report templates) still separate.
-        Returns the routed documents and every document's score."""
+        Returns the routed documents and their scores."""
         corpus = self.corpus
         docs = corpus.layers["documents"]
         bm = sc.bm25(docs, query)
@@ -111,7 +111,7 @@ class HiKEYRetriever(Retriever):
         s_doc = p.card_weight * card + (1 - p.card_weight) * evidence
         order = order_rows(s_doc, np.arange(len(s_doc)))
         kept = [docs.ids[i] for i in order[: p.docs]]
-        doc_score = {docs.ids[i]: float(s_doc[i]) for i in order}
+        doc_score = {docs.ids[i]: float(s_doc[i]) for i in order[: p.docs]}  # stages 2 and 3 read the routed ones
         trace.add(
             RouteDocsStep(
                 alpha=p.alpha,

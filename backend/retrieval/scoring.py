@@ -120,6 +120,12 @@ def filled_with_seeds(ranked: list[ScoredNode], seeds: Sequence[str], top_k: int
     return list(ranked) + extra[: top_k - len(ranked)]
 
 
+# BM25's top rows whose own cosine an approximate layer's hybrid reads (8-bit codes decoded,
+# ~1.4 us a row): a row outside the dense candidates must rank this high on BM25 to reach the
+# top tens that any strategy keeps.
+LEXICAL_CANDIDATES = 256
+
+
 def _vec_key(vec: np.ndarray) -> bytes:
     return np.ascontiguousarray(vec, dtype=np.float32).tobytes()
 
@@ -214,9 +220,9 @@ class QueryScores:
         if key not in self._hybrid:
             lexical, cosine = self.bm25(layer, text), self.cosine(layer, vec)
             if not layer.dense.exact:
-                # The cosines hold the dense candidates' own scores; the BM25 candidates get theirs
+                # The cosines hold the dense candidates' own scores; BM25's top rows get theirs
                 # too, so a row either list ranks high is fused from its own two scores.
-                rows = top_rows(lexical, layer.dense.approximate.candidates)
+                rows = top_rows(lexical, LEXICAL_CANDIDATES)
                 cosine = cosine.copy()
                 cosine[rows] = layer.dense.scores_of(rows, vec)
             self._hybrid[key] = fuse_minmax(lexical, cosine, alpha)

@@ -63,6 +63,12 @@ def is_template_corpus(corpus, threshold: float = TEMPLATE_SHARE) -> bool:
 
 
 def mean_pages(corpus) -> float:
+    """Mean pages per document, counted once per loaded corpus (a sum over 27k documents cost
+    strata ~2 ms a question at 100k pages)."""
+    return corpus.derived(_count_mean_pages)
+
+
+def _count_mean_pages(corpus) -> float:
     docs = corpus.documents.values()
     return sum(d.pages for d in docs) / max(1, len(docs))
 

@@ -31,7 +31,7 @@ def _unit_rows(n: int, dim: int, seed: int = 0) -> np.ndarray:
 def layer() -> tuple[np.ndarray, VectorIndex]:
     x = _unit_rows(6000, 32)
     # every list probed: what is left of "approximate" is the 8-bit codes and the candidates
-    index = VectorIndex([f"n{i}" for i in range(len(x))], x, approximate=Approximate(rows=1000, probes=10_000, candidates=50))
+    index = VectorIndex([f"n{i}" for i in range(len(x))], x, approximate=Approximate(rows=1000, share=1.0, candidates=50))
     return x, index
 
 
@@ -46,6 +46,7 @@ def test_a_layer_over_the_threshold_is_ivf_over_8_bit_codes_and_under_it_exact()
     assert approx.vectors(np.array([0, 500, 998])) == pytest.approx(x[[0, 500, 998]], abs=0.01)
     assert approx.vector(7) == pytest.approx(x[7], abs=0.01)
     assert lists_for(999) == 15 and lists_for(10_000_000) == 2048 and lists_for(3) == 1
+    assert [Approximate(share=0.1).probes(n) for n in (2048, 15, 1)] == [205, 2, 1]
 
 
 def test_top_k_of_an_approximate_layer_searched_in_every_list_is_the_exact_top_k(layer):
@@ -77,7 +78,7 @@ def test_every_row_scores_hold_the_candidates_and_the_lowest_row_and_bound_the_r
 def test_a_hybrid_over_an_approximate_layer_fuses_the_bm25_candidates_from_their_own_cosine(sample_corpus, service):
     """A row BM25 ranks high is fused from its own cosine, not the bound the dense candidates left it."""
     comps = sample_corpus.layers["components"]
-    approx = VectorIndex(comps.ids, comps.dense.matrix, approximate=Approximate(rows=1, probes=100, candidates=3))
+    approx = VectorIndex(comps.ids, comps.dense.matrix, approximate=Approximate(rows=1, share=1.0, candidates=3))
     layer = type(comps)(name=comps.name, ids=comps.ids, dense=approx, lexical=comps.lexical)
     query = SAMPLE_QUESTIONS[8]
     qvec = service.encoder.encode([query])[0]
