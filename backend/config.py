@@ -90,7 +90,7 @@ class IndexSettings(_Section):
     approximate_candidates: int = Field(
         2048,
         description="Rows of an approximate layer scored per query for the every-row scores strategies fuse; every other row "
-        "gets the last candidate's score, an upper bound of its own.",
+        "gets the layer's lowest score.",
     )
     image_encoder: str = Field(
         "",

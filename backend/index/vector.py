@@ -215,10 +215,12 @@ class VectorIndex:
         where m separate `scores` calls read it m times; the read is the cost on a big layer).
 
         Approximate, without reading every row: per query, its `candidates` nearest rows get
-        their own score, and so does the row nearest to the negated query (the layer's lowest
-        score, so a min-max normaliser sees the layer's range); every other row gets the last
-        candidate's score, which bounds its own from above (when the search found the true
-        nearest rows). Rankings by these scores agree with the exact ones down to the candidates."""
+        their own score; every other row gets the layer's lowest score (found as the nearest row
+        to the negated query, so a min-max normaliser still sees the layer's range), as a hybrid
+        engine gives 0 to a document one of its searches did not return. The candidates keep
+        their exact order; every other row ranks below them. (Every other row given the last
+        candidate's score instead, an upper bound of its own, agreed less with exact search at
+        100k pages: bench/RESULTS.md, 2026-11-25.)"""
         queries = np.atleast_2d(np.asarray(queries, dtype=np.float32))
         n, m = len(self.ids), len(queries)
         if not n:
@@ -231,9 +233,7 @@ class VectorIndex:
         for j in range(m):
             found = top_r[j] >= 0
             rows, s = top_r[j][found], top_s[j][found]
-            out[j] = s[-1] if len(s) else 0.0
-            if low_r[j, 0] >= 0:
-                out[j, low_r[j, 0]] = -low_s[j, 0]
+            out[j] = -low_s[j, 0] if low_r[j, 0] >= 0 else (s[-1] if len(s) else 0.0)
             out[j, rows] = s
         return out.T
 
