@@ -265,19 +265,21 @@ def ceiling_note(sizes: list[tuple[int, float, float, float]]) -> str:
     if sizes:
         pages, rss, p50, vec_mb = max(sizes)
         mb_per_page = rss / pages
-        vec_note = f"{vec_mb * 100_000 / pages / 1e3:.1f} GB of vectors per 100k pages here"
+        vec_note = f"{vec_mb * 100_000 / pages / 1e3:.1f} GB of vectors and codes per 100k pages here"
         lines.append(f"measured: {rss:.0f} MB of corpus RSS at {pages} pages = {mb_per_page * 100_000 / 1024:.1f} GB per 100k pages "
                      f"(linear); 4 GB holds about {int(4096 / mb_per_page):,} pages; hikey p50 {p50:.0f} ms at {pages} pages.")
     lines.append(
-        "Where one machine stops being enough: every layer is an exact flat index (FAISS IndexFlatIP) plus a BM25 index "
-        "memory-mapped from the workspace, and the min-max normaliser every hybrid strategy uses needs every row's score, "
-        "so one question reads each layer's whole matrix once ("
-        f"{vec_note}) and the process holds every node as a Python object (slotted records, with their texts) and the "
-        "edges as arrays. Past the pages that fit in 4 GB (above), or once a question's layer "
-        "pass passes ~100 ms, Strata would hand its per-layer indexes to OpenSearch: one engine that shards BM25 and "
-        "k-NN (FAISS or HNSW) indexes across machines, fuses them with min-max normalisation server-side (the "
-        "normalization-processor of its hybrid query, the same maths as scoring.fuse_minmax), and filters by document "
-        "and section ids (HiKEY stage 2, FiF's local hops); the strategies keep their maths over the returned candidates."
+        "Where one machine stops being enough: a layer under index.approximate_rows is an exact flat index (FAISS "
+        "IndexFlatIP), a larger one an IVF index over 8-bit codes searched in a share of its lists, each with a BM25 index "
+        "memory-mapped from the workspace; the hybrid strategies fuse every-row score arrays (candidates' own scores in an "
+        f"approximate layer) built per question ({vec_note}), and the process holds every node as a Python object "
+        "(slotted records, with their texts) and the edges as arrays, so memory and a question's array passes still grow "
+        "with the corpus. Past the pages that fit in 4 GB (above), or once a question's passes exceed ~100 ms, Strata "
+        "would hand its per-layer indexes to OpenSearch: one engine that shards BM25 and k-NN (FAISS or HNSW) indexes "
+        "across machines, fuses them with min-max normalisation server-side (the normalization-processor of its hybrid "
+        "query, the same maths as scoring.fuse_minmax, which also gives a document one search did not return that "
+        "search's lowest score), and filters by document and section ids (HiKEY stage 2, FiF's local hops); the "
+        "strategies keep their maths over the returned candidates."
     )
     return "\n".join(lines)
 

@@ -41,10 +41,11 @@ class Approximate:
         return self.rows > 0 and n_rows >= self.rows
 
     def probes(self, lists: int) -> int:
-        """Lists searched per query: the share of them, at least one. Chosen on the tune half (bench/RESULTS.md,
-        2026-11-25): recall@10 against exact search of the dev questions over the dev collections'
-        38.6k component vectors is 0.70 / 0.80 / 0.87 / 0.92 / 0.95 / 0.97 at 0.7 / 1.3 / 2.7 / 5.3 /
-        10.6 / 21.2% of the lists; 10% is the least share at 0.95."""
+        """Lists searched per query: the share of them, at least one. The share was chosen on the
+        tune half (bench/approximate_recall.py): recall@10 against exact search of the dev
+        questions over the dev collections' 38.6k component vectors is 0.73 / 0.80 / 0.87 / 0.92 /
+        0.95 / 0.97 at 0.7 / 1.3 / 2.7 / 5.3 / 10.6 / 21.2% of the lists; ~10% is the least share
+        at 0.95."""
         return max(1, min(lists, math.ceil(self.share * lists)))
 
     def kind(self, n_rows: int) -> str:
