@@ -379,6 +379,10 @@ class Corpus:
     def neighbours(self, node_id: str, kinds: tuple[EdgeKind, ...] | None = None) -> list[tuple[Edge, str]]:
         return [(e, e.dst) for e in self.edges.out_of(node_id, kinds)] + [(e, e.src) for e in self.edges.into(node_id, kinds)]
 
+    def neighbour_ids(self, node_id: str, kinds: tuple[EdgeKind, ...] | None = None) -> list[str]:
+        """The other ends of `neighbours(node_id, kinds)`, in the same order, without the Edge records."""
+        return self.edges.neighbour_ids(node_id, kinds)
+
     def component_of(self, node_id: str) -> str:
         """The component a node belongs to (itself for a component)."""
         n = self.nodes[node_id]

@@ -138,6 +138,15 @@ class EdgeTable:
             rows = rows[_kind_mask(tuple(kinds))[self._kind[rows]]]
         return rows
 
+    def neighbour_ids(self, node_id: str, kinds: tuple[EdgeKind, ...] | None = None) -> list[str]:
+        """The other end of each of `node_id`'s edges (of those kinds): the out-edges' targets, then
+        the in-edges' sources, each in the order added; no Edge record is made (an entity named
+        across thousands of documents has thousands of mentions)."""
+        out = self._rows(node_id, self._out_start, self._out, kinds)
+        into = self._rows(node_id, self._in_start, self._in, kinds)
+        ids = self._ids
+        return [ids[i] for i in self._dst[out].tolist()] + [ids[i] for i in self._src[into].tolist()]
+
     def out_of(self, node_id: str, kinds: tuple[EdgeKind, ...] | None = None) -> list[Edge]:
         """The edges from `node_id` (of those kinds), in the order they were added."""
         return [self._edge(i) for i in self._rows(node_id, self._out_start, self._out, kinds)]

@@ -110,7 +110,7 @@ class MMGraphRetriever(Retriever):
         # 3. The components the reached entities come from.
         mentioned_by: dict[str, set[str]] = defaultdict(set)  # component -> reached entities it mentions
         for ent in reached:
-            for edge, unit in corpus.neighbours(ent, (EdgeKind.MENTIONS,)):
+            for unit in corpus.neighbour_ids(ent, (EdgeKind.MENTIONS,)):
                 comp = corpus.component_of(unit)
                 if comp in comps.dense.row:
                     mentioned_by[comp].add(ent)
@@ -129,11 +129,10 @@ class MMGraphRetriever(Retriever):
         results = top_scored(comps.ids, final, top_k, "hybrid")
         results = [self._explain(r, best_entity, via) for r in results]
 
-        reached_components = sorted(
-            (ScoredNode(node_id=c, score=round(float(final[comps.dense.row[c]]), 6), why=self._why(best_entity[c], via))
-             for c in mentioned_by),
-            key=lambda s: (-s.score, s.node_id),
-        )[:TRACE_COMPONENTS]
+        # The trace's best reached components; records for those only (an entity named across thousands
+        # of documents reaches thousands of components).
+        shown = sorted((-round(float(final[comps.dense.row[c]]), 6), c) for c in mentioned_by)[:TRACE_COMPONENTS]
+        reached_components = [ScoredNode(node_id=c, score=-neg, why=self._why(best_entity[c], via)) for neg, c in shown]
         trace.add(EntityStep(
             mode=mode,
             entities=[EntityHit(node_id=a.node_id, name=corpus.nodes[a.node_id].text, score=a.score) for a in anchors],

@@ -81,6 +81,15 @@ def test_the_corpus_answers_as_the_stored_edges_say(service, sample_workspace):
     assert [(e, e.dst) for e in out[some]] + [(e, e.src) for e in into[some]] == corpus.neighbours(some)
 
 
+def test_the_other_ends_come_without_records_in_the_order_the_records_give_them(sample_corpus):
+    kinds = (EdgeKind.MENTIONS,)
+    for node_id in sample_corpus.nodes:
+        assert sample_corpus.neighbour_ids(node_id) == [other for _e, other in sample_corpus.neighbours(node_id)]
+        assert sample_corpus.neighbour_ids(node_id, kinds) == [other for _e, other in sample_corpus.neighbours(node_id, kinds)]
+    hub = max(sample_corpus.nodes, key=lambda n: len(sample_corpus.neighbour_ids(n, kinds)))
+    assert len(sample_corpus.neighbour_ids(hub, kinds)) > 3 and sample_corpus.neighbour_ids("no such node") == []
+
+
 def test_repeats_of_a_unique_kind_are_dropped_and_the_first_kept():
     a, b = "ent:a", "ent:b"
     edges = [
