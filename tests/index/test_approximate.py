@@ -58,6 +58,7 @@ def test_top_k_of_an_approximate_layer_searched_in_every_list_is_the_exact_top_k
         assert len(set(rows) & set(exact)) >= 9  # 8-bit codes may swap a near tie at the edge
         assert cos == pytest.approx(x[rows] @ q, abs=0.01)
         assert list(cos) == sorted(cos, reverse=True)
+        assert np.array_equal(index.search_rows(q, 10, via_faiss=False)[0], rows), "no matrix to multiply: FAISS either way"
 
 
 def test_every_row_scores_hold_the_candidates_and_give_every_other_row_the_lowest(layer):
