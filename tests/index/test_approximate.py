@@ -143,3 +143,14 @@ def test_a_meta_json_from_before_kinds_names_flat_files_and_they_are_read(servic
     assert read == []
     _service(service, 1).corpus(workspace_copy)
     assert len(read) == 4, "asked to be approximate, every layer is rebuilt"
+
+
+def test_a_question_is_answered_and_cited_the_same_over_approximate_layers(service, sample_workspace, workspace_copy):
+    """The whole pipeline (retrieve, pack, read) reads vectors back from 8-bit codes where a layer is
+    approximate (the packer's associates, the reader's sentence scores); the answer cites the same units."""
+    question = SAMPLE_QUESTIONS[0]
+    exact = _service(service, 0).ask(sample_workspace, question, method="hybrid")
+    approx = _service(service, 1).ask(workspace_copy, question, method="hybrid")
+    assert not approx.answer.abstained and approx.answer.text == exact.answer.text
+    assert [c.node_id for c in approx.answer.citations] == [c.node_id for c in exact.answer.citations]
+    assert [u.node_id for u in approx.pack.units] == [u.node_id for u in exact.pack.units]
