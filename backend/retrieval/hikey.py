@@ -84,6 +84,13 @@ class HiKEYRetriever(Retriever):
         if visual:
             unit_score = blend_visual(unit_score, comps, visual, gamma)
         kept, doc_score = self._route_docs(sc, query, qvec, unit_score, p, trace)
+        if not comps.dense.exact:
+            # The routed documents' units are ranked against each other: each from its own cosine.
+            rows = np.array([comps.dense.row[c] for d in kept for c in corpus.components_by_doc.get(d, []) if c in comps.dense.row],
+                            dtype=np.int64)
+            unit_score = sc.hybrid_with_own(comps, query, qvec, p.alpha, rows)
+            if visual:
+                unit_score = blend_visual(unit_score, comps, visual, gamma)
         ranked_sections = self._rank_sections(kept, doc_score, unit_score, p.lam, trace)
         trace.params["unit_order"] = p.unit_order
         if trace.params["unit_order"]:

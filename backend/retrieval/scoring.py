@@ -218,15 +218,30 @@ class QueryScores:
             return hybrid_scores(layer, text, vec, alpha)
         key = (self._key(layer), text, _vec_key(vec), float(alpha))
         if key not in self._hybrid:
-            lexical, cosine = self.bm25(layer, text), self.cosine(layer, vec)
-            if not layer.dense.exact:
-                # The cosines hold the dense candidates' own scores; BM25's top rows get theirs
-                # too, so a row either list ranks high is fused from its own two scores.
-                rows = top_rows(lexical, LEXICAL_CANDIDATES)
-                cosine = cosine.copy()
-                cosine[rows] = layer.dense.scores_of(rows, vec)
-            self._hybrid[key] = fuse_minmax(lexical, cosine, alpha)
+            self._hybrid[key] = fuse_minmax(self.bm25(layer, text), self._hybrid_cosine(layer, text, vec), alpha)
         return self._hybrid[key]
+
+    def _hybrid_cosine(self, layer, text: str, vec: np.ndarray) -> np.ndarray:
+        """The cosines a hybrid fuses. An approximate layer's hold the dense candidates' own
+        scores; BM25's top rows get theirs too (a copy), so a row either list ranks high is fused
+        from its own two scores."""
+        cosine = self.cosine(layer, vec)
+        if layer.dense.exact:
+            return cosine
+        rows = top_rows(self.bm25(layer, text), LEXICAL_CANDIDATES)
+        cosine = cosine.copy()
+        cosine[rows] = layer.dense.scores_of(rows, vec)
+        return cosine
+
+    def hybrid_with_own(self, layer, text: str, vec: np.ndarray, alpha: float, rows: np.ndarray) -> np.ndarray:
+        """hybrid(), with `rows` too fused from their own cosine: for the rows a strategy ranks
+        closely (HiKEY's units in its routed documents), which in an approximate layer may lie
+        outside the candidates. The same array as hybrid() for an exact layer. Not cached."""
+        if layer.dense.exact or self.brute_force or not len(rows):
+            return self.hybrid(layer, text, vec, alpha)
+        cosine = self._hybrid_cosine(layer, text, vec)  # a copy
+        cosine[rows] = layer.dense.scores_of(rows, vec)
+        return fuse_minmax(self.bm25(layer, text), cosine, alpha)
 
     def hybrid_many(self, layer, texts: list[str], vecs: np.ndarray, alpha: float) -> np.ndarray:
         """(n_rows, m) hybrid scores of m texts with their vectors, the cosines in one pass."""

@@ -12,6 +12,7 @@ import pytest
 
 from backend.graph.store import WorkspaceStore
 from backend.index.vector import Approximate, VectorIndex, lists_for
+from backend.retrieval import scoring
 from backend.retrieval.scoring import QueryScores, top_rows
 from backend.service import Service
 from backend.types import Trace
@@ -95,6 +96,30 @@ def test_a_hybrid_over_an_approximate_layer_fuses_the_bm25_candidates_from_their
     lex = (bm25 - bm25.min()) / (bm25.max() - bm25.min())
     own = comps.dense.matrix[rows] @ qvec
     assert fused[rows] == pytest.approx(0.5 * lex[rows] + 0.5 * (own - lo) / (hi - lo), abs=0.005)
+
+
+def test_rows_a_strategy_ranks_closely_are_fused_from_their_own_cosine(sample_corpus, service, monkeypatch):
+    """hybrid_with_own: HiKEY's units in its routed documents, outside the candidates, each get
+    their own cosine; an exact layer's hybrid is returned as it is."""
+    comps = sample_corpus.layers["components"]
+    approx = VectorIndex(comps.ids, comps.dense.matrix, approximate=Approximate(rows=1, share=1.0, candidates=3))
+    layer = type(comps)(name=comps.name, ids=comps.ids, dense=approx, lexical=comps.lexical)
+    monkeypatch.setattr(scoring, "LEXICAL_CANDIDATES", 3)  # the sample has fewer rows than the 256 of a big layer
+    query = SAMPLE_QUESTIONS[8]
+    qvec = service.encoder.encode([query])[0]
+    sc = QueryScores()
+    plain = sc.hybrid(layer, query, qvec, 0.5)
+    near = set(top_rows(sc.bm25(layer, query), 3)) | set(approx.search_rows(qvec, 3)[0])
+    rows = np.array([r for r in range(len(comps.ids)) if r not in near and sc.bm25(layer, query)[r] == 0][:5])
+    assert len(rows) == 5 and len(set(plain[rows])) == 1, "outside both candidate lists, no BM25: one fused score"
+    own = sc.hybrid_with_own(layer, query, qvec, 0.5, rows)
+    lexical, cos = sc.bm25(layer, query), comps.dense.matrix @ qvec
+    assert len(set(np.round(own[rows], 5))) > 1
+    lo, hi = float(sc.cosine(layer, qvec).min()), float(sc.cosine(layer, qvec).max())
+    expected = 0.5 * (lexical[rows] - lexical.min()) / (lexical.max() - lexical.min()) + 0.5 * (cos[rows] - lo) / (hi - lo)
+    assert own[rows] == pytest.approx(expected, abs=0.01)  # 8-bit codes
+    exact = QueryScores()
+    assert exact.hybrid_with_own(comps, query, qvec, 0.5, rows) is exact.hybrid(comps, query, qvec, 0.5)
 
 
 def _service(service, rows: int) -> Service:
