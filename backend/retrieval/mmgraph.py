@@ -25,6 +25,7 @@ subgraph; here the reader reads the components), or search figures by their pixe
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections import defaultdict
 from typing import Any
@@ -131,7 +132,7 @@ class MMGraphRetriever(Retriever):
 
         # The trace's best reached components; records for those only (an entity named across thousands
         # of documents reaches thousands of components).
-        shown = sorted((-round(float(final[comps.dense.row[c]]), 6), c) for c in mentioned_by)[:TRACE_COMPONENTS]
+        shown = heapq.nsmallest(TRACE_COMPONENTS, ((-round(float(final[comps.dense.row[c]]), 6), c) for c in mentioned_by))
         reached_components = [ScoredNode(node_id=c, score=-neg, why=self._why(best_entity[c], via)) for neg, c in shown]
         trace.add(EntityStep(
             mode=mode,

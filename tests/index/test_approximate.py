@@ -134,11 +134,11 @@ def test_every_method_answers_over_approximate_layers_and_the_files_follow_the_s
     meta = json.loads((workspace_copy / "index" / "meta.json").read_text())
     assert {v["kind"] for v in meta["layers"].values()} == {"ivf1-sq8", "ivf4-sq8"}
     llm = service.llm("rules")
-    exact_svc = _service(service, 0)
+    exact_svc, approx_svc = _service(service, 0), _service(service, 1)
     for method in METHODS:
         for q in SAMPLE_QUESTIONS[:5]:
             a = exact_svc.retriever(method, sample_corpus, llm=llm).retrieve(q, 10, {}, Trace(method=method))
-            b = _service(service, 1).retriever(method, approx, llm=llm).retrieve(q, 10, {}, Trace(method=method))
+            b = approx_svc.retriever(method, approx, llm=llm).retrieve(q, 10, {}, Trace(method=method))
             # every list searched, every row a candidate at this size: only the 8-bit codes differ
             assert b and a[0].node_id == b[0].node_id, (method, q)
 
