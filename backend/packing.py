@@ -50,10 +50,10 @@ class TokenBudgetPacker:
         comps = self.corpus.layers["components"]
         if anchor not in comps.dense.row:
             return []
-        doc = self.corpus.nodes[anchor].doc
+        doc = self.corpus.nodes.doc_of(anchor)
         visual = [
             c for c in self.corpus.components_by_doc.get(doc, [])
-            if c != anchor and self.corpus.nodes[c].kind in (NodeKind.TABLE, NodeKind.FIGURE) and c in comps.dense.row
+            if c != anchor and self.corpus.nodes.kind_of(c) in (NodeKind.TABLE, NodeKind.FIGURE) and c in comps.dense.row
         ]
         if not visual:
             return []
@@ -96,7 +96,7 @@ class TokenBudgetPacker:
                 continue
             # Phase 2: siblings under the same parent section (visual units first).
             siblings = [s for s in self.corpus.section_members(node.section or "") if s != anchor and s not in included]
-            siblings.sort(key=lambda s: (self.corpus.nodes[s].kind == NodeKind.PARAGRAPH, abs(self.corpus.nodes[s].order - node.order)))
+            siblings.sort(key=lambda s: (self.corpus.nodes.kind_of(s) == NodeKind.PARAGRAPH, abs(self.corpus.nodes[s].order - node.order)))
             for s in siblings:
                 add(s, "sibling", anchor, with_headers=False)
             # Phase 3: semantic associates (visual units elsewhere in the document).

@@ -43,8 +43,9 @@ def _id(*parts: str) -> str:
     return hashlib.sha1("/".join(parts).encode()).hexdigest()[:12]
 
 
-def build_corpus(service, docs: dict[str, list[str]], links: list[tuple[str, int, str]] = ()) -> Corpus:
-    """docs: file name -> paragraphs; links: (file, paragraph index, target file)."""
+def build_corpus(service, docs: dict[str, list[str]], links: list[tuple[str, int, str]] = (), *, labels: bool = False) -> Corpus:
+    """docs: file name -> paragraphs; links: (file, paragraph index, target file). labels: a
+    paragraph that opens with "Figure N:" or "Table N:" is labelled so, as the parser labels a caption."""
     documents, sections, nodes, edges, doc_links = [], [], [], [], []
     texts: dict[str, list[str]] = {"text": [], "sub": []}
     owners: dict[str, list[str]] = {"text": [], "sub": []}
@@ -67,8 +68,9 @@ def build_corpus(service, docs: dict[str, list[str]], links: list[tuple[str, int
         for i, para in enumerate(paragraphs):
             pid = f"{doc_id}:p{i}"
             y = 72.0 + 60 * i
+            label = para.split(":")[0] if labels and para.startswith(("Figure", "Table")) else None
             nodes.append(Node(id=pid, layer=Layer.COMPONENT, kind=NodeKind.PARAGRAPH, doc=doc_id, text=para, section=sec_id,
-                              bbox=(72.0, y, 540.0, y + 50), order=i))
+                              bbox=(72.0, y, 540.0, y + 50), order=i, label=label))
             edges.append(Edge(src=sec_id, dst=pid, kind=EdgeKind.CONTAINS))
             if prev:
                 edges.append(Edge(src=prev, dst=pid, kind=EdgeKind.NEXT))

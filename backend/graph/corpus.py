@@ -19,7 +19,7 @@ import os
 import re
 import threading
 from collections import defaultdict
-from collections.abc import Callable, Iterable, MutableMapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -33,9 +33,11 @@ from backend.graph.entities import (
     MERGED_EDGE_IDENTITY,
     MergedEntities,
     derive_missing_entities,
+    entities_to_derive,
     entity_index_text,
     merge_entities,
 )
+from backend.graph.nodes import NodeTable, own_string
 from backend.graph.store import StoredVectors, WorkspaceStore
 from backend.index.lexical import BM25Index
 from backend.index.texts import index_texts
@@ -48,18 +50,27 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 LAYER_NAMES = ("documents", "sections", "components", "subcomponents")
+# the stored Layer of each index layer's nodes (documents and sections are both Layer.DOCUMENT)
+_STORED_LAYER = {"documents": Layer.DOCUMENT, "sections": Layer.DOCUMENT, "components": Layer.COMPONENT,
+                 "subcomponents": Layer.SUBCOMPONENT}
 
 
-def _layer_of(node: Node) -> str:
-    if node.kind == NodeKind.DOCUMENT:
-        return "documents"
-    if node.kind == NodeKind.SECTION:
-        return "sections"
-    if node.layer == Layer.COMPONENT:
-        return "components"
-    if node.layer == Layer.SUBCOMPONENT:
-        return "subcomponents"
-    return "entities"
+def _layer_rows(nodes: NodeTable, name: str) -> list[int]:
+    """The table rows of a layer's nodes, in node order."""
+    if name == "documents":
+        return nodes.rows_of_kind(NodeKind.DOCUMENT)
+    if name == "sections":
+        return nodes.rows_of_kind(NodeKind.SECTION)
+    return nodes.rows_of_layer(Layer.COMPONENT if name == "components" else Layer.SUBCOMPONENT)
+
+
+def _set_aside(nodes: Iterable[Node], layer: Layer, aside: list[Node]) -> Iterator[Node]:
+    """The nodes not of `layer`, as they come; those of `layer` go to `aside`."""
+    for n in nodes:
+        if n.layer == layer:
+            aside.append(n)
+        else:
+            yield n
 
 
 @dataclass
@@ -79,10 +90,10 @@ class ImageLayer:
     signature: str
 
 
-def _lexical(ids: list[str], texts: list[str], index_dir: Path | None, name: str) -> BM25Index:
+def _lexical(ids: list[str], texts: list[str] | Callable[[], list[str]], index_dir: Path | None, name: str) -> BM25Index:
     """A layer's BM25 index; with a workspace, read from (or saved to) its index folder."""
     if index_dir is None:
-        return BM25Index(ids, texts)
+        return BM25Index(ids, texts() if callable(texts) else texts)
     return BM25Index.cached(ids, texts, index_dir / "bm25" / name)
 
 
@@ -92,23 +103,22 @@ def _link_key(target: str) -> str:
     return re.sub(r"\.pdf$", "", name)
 
 
-def _layer_matrix(embeddings, members: list[Node], row: dict[str, int], dim: int, consume: bool) -> np.ndarray:
-    """(len(members), dim) the members' vectors in row order. From a store's StoredVectors, the
-    rows not read yet are read in one pass over their layer; consume: each row leaves
+def _layer_matrix(embeddings, ids: list[str], layer: Layer, row: Mapping[str, int], dim: int, consume: bool) -> np.ndarray:
+    """(len(ids), dim) the vectors of a layer's nodes in row order. From a store's StoredVectors,
+    the rows not read yet are read in one pass over their stored `layer`; consume: each row leaves
     `embeddings` once copied, and the freed heap goes back before the next layer."""
-    if members:
-        dim = len(embeddings[members[0].id])
-    matrix = np.empty((len(members), dim), dtype=np.float32)
+    if ids:
+        dim = len(embeddings[ids[0]])
+    matrix = np.empty((len(ids), dim), dtype=np.float32)
     if isinstance(embeddings, StoredVectors):
-        for layer in dict.fromkeys(n.layer for n in members):
-            embeddings.fill(matrix, row, layer)
+        embeddings.fill(matrix, row, layer)
         if consume:
-            for n in members:
-                del embeddings[n.id]
+            for node_id in ids:
+                del embeddings[node_id]
     else:
         take = embeddings.pop if consume else embeddings.__getitem__
-        for r, n in enumerate(members):
-            matrix[r] = take(n.id)
+        for r, node_id in enumerate(ids):
+            matrix[r] = take(node_id)
     if consume:
         heap.trim()  # the rows just copied are free: hand them back before the next layer's matrix
     return matrix
@@ -143,7 +153,7 @@ class _DenseFiles:
                 self.saved = {}
         self.out: dict = {"generation": generation, "layers": {}}
 
-    def index(self, name: str, ids: list[str], row: dict[str, int], matrix: Callable[[], np.ndarray], use_gpu: bool) -> VectorIndex:
+    def index(self, name: str, ids: list[str], row: Mapping[str, int], matrix: Callable[[], np.ndarray], use_gpu: bool) -> VectorIndex:
         key = {"rows": len(ids), "ids": _ids_digest(ids), "kind": self.approximate.kind(len(ids))}
         self.out["layers"][name] = key
         path = self.dir / f"{name}.faiss" if self.dir else None
@@ -197,7 +207,8 @@ class Corpus:
         consume_embeddings: bool = False,
         approximate: Approximate | None = None,
     ) -> None:
-        """edges: read once, in order (Corpus.load passes a stream from the store).
+        """nodes, edges: each read once, in order (Corpus.load passes streams from the store: no
+        Node record outlives its row in the table, see NodeTable).
         margin_blocks: doc id -> (page, kind, text) of its furniture blocks (store.margin_blocks),
         from which each document's printed page numbers are fitted (backend.ingest.layout.printed_page_map),
         for questions that name a page (retrieval/references.py). consume_embeddings: the caller
@@ -208,35 +219,24 @@ class Corpus:
         self.root = root
         self.generation = generation
         self.encoder_signature = encoder_signature  # the text encoders its vectors come from (store.encoder_signature)
-        merged = merge_entities(nodes, embeddings)  # MMGraphRAG: one entity node per name across documents
-        nodes = merged.nodes
         self.documents: dict[str, Document] = {d.id: d for d in documents}
         # doc id -> printed page number -> the page positions that show it
         self.printed_pages: dict[str, dict[int, tuple[int, ...]]] = {
             d: printed_page_map(rows, self.documents[d].pages) for d, rows in (margin_blocks or {}).items() if d in self.documents
         }
         self.sections: dict[str, Section] = {s.id: s for s in sections}
-        self.nodes: dict[str, Node] = {n.id: n for n in nodes}
-        # The edges between nodes of the corpus (an end that is no node drops the edge), as arrays,
-        # read one record at a time when `edges` is a stream (Corpus.load).
-        links = self._resolve_doc_links(doc_links)
-        self.edges = EdgeTable(
-            (e for e in itertools.chain(merged.rewrite(edges), edge_rows(links)) if e[0] in self.nodes and e[1] in self.nodes),
-            self.nodes, unique=MERGED_EDGE_IDENTITY,
+        entity_ids, entity_matrix, missing = self._read_graph(
+            nodes, embeddings, edges, doc_links, consume_embeddings, dims.get("entities") or dims["subcomponents"]
         )
-        self.children: dict[str, list[str]] = defaultdict(list)
-        for src, dst in self.edges.ends(EdgeKind.CONTAINS):
-            self.children[src].append(dst)
         self.components_by_doc: dict[str, list[str]] = defaultdict(list)
-        for n in nodes:
-            if n.layer == Layer.COMPONENT:
-                self.components_by_doc[n.doc].append(n.id)
+        for r in self.nodes.rows_of_layer(Layer.COMPONENT):
+            self.components_by_doc[self.nodes.doc_at(r)].append(self.nodes.ids[r])
         self._index_dir = index_dir
         self.layers = self._build_layers(
-            nodes, embeddings, dims, use_gpu, index_dir, generation, consume_embeddings, approximate or Approximate()
+            embeddings, dims, use_gpu, index_dir, generation, consume_embeddings, approximate or Approximate()
         )
-        self.layers["entities"] = self._build_entity_layer(merged, dims.get("entities") or dims["subcomponents"])
-        self._entities_without_vectors = merged.missing
+        self.layers["entities"] = self._build_entity_layer(entity_ids, entity_matrix)
+        self._entities_without_vectors = missing
         self._entity_lock = threading.Lock()
         self._derived: dict[Callable[[Any], Any], Any] = {}
         self._derived_lock = threading.RLock()
@@ -245,7 +245,7 @@ class Corpus:
         doc_row = {d: i for i, d in enumerate(self.layers["documents"].ids)}
         # (n_components,) row of each component's document in the documents layer
         self.component_doc_rows = np.array(
-            [doc_row.get(self.nodes[c].doc, -1) for c in self.layers["components"].ids], dtype=np.int64
+            [doc_row.get(self.nodes.doc_of(c), -1) for c in self.layers["components"].ids], dtype=np.int64
         )
 
     # ---------------------------------------------------------------- construction
@@ -254,9 +254,18 @@ class Corpus:
     def load(
         cls, store: WorkspaceStore, *, dims: dict[str, int], use_gpu: bool = False, approximate: Approximate | None = None
     ) -> Corpus:
-        nodes, embs = store.all_nodes(read_layers=(Layer.ENTITY,))  # the layers' rows only where no FAISS file holds them
-        # Documents ingested before entities existed get them here (rules, cached in the store).
-        nodes, edges = derive_missing_entities(store, nodes, store.iter_edge_rows())
+        # The layers' vectors are read only where no FAISS file holds them (entities have no file).
+        if entities_to_derive(store):
+            # Documents ingested before entities existed get them here (rules, cached in the store).
+            nodes, embs = store.all_nodes(read_layers=(Layer.ENTITY,))
+            nodes, edges = derive_missing_entities(store, nodes, store.iter_edge_rows())
+        else:
+            # Entities last: their records live until they are merged, and read after the other
+            # nodes they do not sit among what the corpus keeps (see NodeTable).
+            embs = StoredVectors(store)
+            others = tuple(x for x in Layer if x != Layer.ENTITY)
+            nodes = itertools.chain(store.iter_nodes(embs, (Layer.ENTITY,), others), store.iter_nodes(embs, (Layer.ENTITY,), (Layer.ENTITY,)))
+            edges = store.iter_edge_rows()
         return cls(
             store.documents(), store.all_sections(), nodes, embs, edges, store.all_doc_links(),
             dims=dims, use_gpu=use_gpu, index_dir=store.root / "index", generation=store.generation, root=store.root,
@@ -288,19 +297,55 @@ class Corpus:
         # Few vectors (figures and their regions): an exact in-memory index, no FAISS file cache.
         return ImageLayer(ids=ids, dense=VectorIndex(ids, np.stack([image_embeddings[i] for i in ids])), signature=signature)
 
-    def _build_entity_layer(self, merged: MergedEntities, dim: int) -> LayerIndex:
-        """The entities layer (MMGraphRAG): BM25 and vectors of name + type + description, in the
-        subcomponent encoder's space. Entities derived at load have no vector yet: their rows stay
-        zero until `entity_layer(encoder)` encodes them. Small: exact in-memory index, no FAISS file."""
-        ids = merged.entity_ids
+    def _read_graph(
+        self, nodes: Iterable[Node], embeddings, edges, doc_links, consume: bool, dim: int
+    ) -> tuple[list[str], np.ndarray, list[str]]:
+        """self.nodes and self.edges from the streams. The nodes as columns (a Node is made when
+        one is asked for); entities merged across documents (MMGraphRAG) once the others are read;
+        the edges between nodes (an end that is no node drops the edge) as arrays numbered by the
+        nodes' rows. Returns the merged entities' ids, their (n_entities, dim) vectors (zero rows
+        for those without one) and the ids of those without one. Nothing of the merge outlives
+        this call: its records then leave the memory whole (see NodeTable)."""
+        entities: list[Node] = []
+        merging: list[MergedEntities] = []
+
+        def merged_entities() -> Iterator[Node]:
+            merged = merge_entities(entities, embeddings)
+            if consume:
+                for n in entities:
+                    embeddings.pop(n.id, None)  # in its merged entity's vector now
+            entities.clear()
+            merging.append(merged)
+            for n in merged.nodes:
+                n.id = own_string(n.id)  # not a string made among the merge's records
+                yield n
+
+        self.nodes = NodeTable(itertools.chain(_set_aside(nodes, Layer.ENTITY, entities), merged_entities()))
+        merged = merging.pop()
+        links = self._resolve_doc_links(doc_links)
+        rows = self.nodes.rows
+        self.edges = EdgeTable(
+            (e for e in itertools.chain(merged.rewrite(edges), edge_rows(links)) if e[0] in rows and e[1] in rows),
+            unique=MERGED_EDGE_IDENTITY, numbering=(rows, self.nodes.ids),
+        )
+        ids = [self.nodes.canonical(i) for i in merged.entity_ids]
         vectors = [merged.vectors.get(i) for i in ids]
         dim = next((len(v) for v in vectors if v is not None), dim)
         matrix = np.zeros((len(ids), dim), dtype=np.float32)  # (n_entities, dim)
         for row, v in enumerate(vectors):
             if v is not None:
                 matrix[row] = v
-        texts = [entity_index_text(self.nodes[i]) for i in ids]
+        return ids, matrix, [self.nodes.canonical(i) for i in merged.missing]
+
+    def _build_entity_layer(self, ids: list[str], matrix: np.ndarray) -> LayerIndex:
+        """The entities layer (MMGraphRAG): BM25 and vectors of name + type + description, in the
+        subcomponent encoder's space. Entities derived at load have no vector yet: their rows stay
+        zero until `entity_layer(encoder)` encodes them. Small: exact in-memory index, no FAISS file."""
+        texts = functools.partial(self._entity_texts, ids)
         return LayerIndex(name="entities", ids=ids, dense=VectorIndex(ids, matrix), lexical=_lexical(ids, texts, self._index_dir, "entities"))
+
+    def _entity_texts(self, ids: list[str]) -> list[str]:
+        return [entity_index_text(self.nodes[i]) for i in ids]
 
     def entity_layer(self, encoder) -> LayerIndex:
         """The entities layer with every vector present: entities derived at load are encoded
@@ -335,24 +380,30 @@ class Corpus:
             return self._derived[build]
 
     def _build_layers(
-        self, nodes, embeddings, dims, use_gpu, index_dir, generation, consume, approximate: Approximate
+        self, embeddings, dims, use_gpu, index_dir, generation, consume, approximate: Approximate
     ) -> dict[str, LayerIndex]:
-        texts = index_texts(nodes, self.sections, self.documents)
-        by_layer: dict[str, list[Node]] = defaultdict(list)
-        for n in nodes:
-            by_layer[_layer_of(n)].append(n)
+        # Every layer's rows first, then its indexes: the row numbers are kept and the index
+        # texts are not, so the texts come after them and go back to the system whole.
+        members = {name: [i for i in map(self.nodes.ids.__getitem__, _layer_rows(self.nodes, name)) if i in embeddings]
+                   for name in LAYER_NAMES}
+        rows = {name: self.nodes.layer_rows(ids) for name, ids in members.items()}
         cache = _DenseFiles(index_dir, generation, approximate)
         layers: dict[str, LayerIndex] = {}
-        for name in LAYER_NAMES:
-            members = [n for n in by_layer.get(name, []) if n.id in embeddings]
-            ids = [n.id for n in members]
-            row = {node_id: i for i, node_id in enumerate(ids)}
-            matrix = functools.partial(_layer_matrix, embeddings, members, row, dims[name], consume)  # read only when no file holds the layer
-            dense = cache.index(name, ids, row, matrix, use_gpu)
-            lexical = _lexical(ids, [texts[i] for i in ids], index_dir, name)
+        for name, ids in members.items():
+            # read only when no file holds the layer
+            matrix = functools.partial(_layer_matrix, embeddings, ids, _STORED_LAYER[name], rows[name], dims[name], consume)
+            dense = cache.index(name, ids, rows[name], matrix, use_gpu)
+            lexical = _lexical(ids, functools.partial(self._index_texts, name, ids), index_dir, name)
             layers[name] = LayerIndex(name=name, ids=ids, dense=dense, lexical=lexical)
         cache.write_meta()
         return layers
+
+    def _index_texts(self, name: str, ids: list[str]) -> list[str]:
+        """The index texts of a layer's nodes, in row order (a section's from its components too)."""
+        nodes = [self.nodes[i] for i in ids]
+        components = (self.nodes.node(r) for r in _layer_rows(self.nodes, "components")) if name == "sections" else ()
+        texts = index_texts(nodes, self.sections, self.documents, bodies_from=components)
+        return [texts[i] for i in ids]
 
     # ---------------------------------------------------------------- queries
 
@@ -360,7 +411,7 @@ class Corpus:
         return self.nodes[node_id]
 
     def document_of(self, node_id: str) -> Document:
-        return self.documents[self.nodes[node_id].doc]
+        return self.documents[self.nodes.doc_of(node_id)]
 
     def section_path(self, node_id: str) -> list[str]:
         n = self.nodes[node_id]
@@ -370,11 +421,17 @@ class Corpus:
             return [doc.title] if doc else []
         return list(sec.path)
 
+    def children(self, node_id: str) -> list[str]:
+        """The nodes `node_id` contains (hierarchy edges), in the order added."""
+        return self.edges.targets(node_id, (EdgeKind.CONTAINS,))
+
     def subcomponents(self, component_id: str) -> list[str]:
-        return [c for c in self.children.get(component_id, []) if self.nodes[c].layer == Layer.SUBCOMPONENT]
+        layer_of = self.nodes.layer_of
+        return [c for c in self.children(component_id) if layer_of(c) == Layer.SUBCOMPONENT]
 
     def section_members(self, section_id: str) -> list[str]:
-        return [c for c in self.children.get(section_id, []) if self.nodes[c].layer == Layer.COMPONENT]
+        layer_of = self.nodes.layer_of
+        return [c for c in self.children(section_id) if layer_of(c) == Layer.COMPONENT]
 
     def neighbours(self, node_id: str, kinds: tuple[EdgeKind, ...] | None = None) -> list[tuple[Edge, str]]:
         return [(e, e.dst) for e in self.edges.out_of(node_id, kinds)] + [(e, e.src) for e in self.edges.into(node_id, kinds)]
@@ -385,15 +442,15 @@ class Corpus:
 
     def component_of(self, node_id: str) -> str:
         """The component a node belongs to (itself for a component)."""
-        n = self.nodes[node_id]
-        if n.layer == Layer.SUBCOMPONENT and n.parent:
-            return n.parent
+        parent = self.nodes.parent_of(node_id)
+        if parent and self.nodes.layer_of(node_id) == Layer.SUBCOMPONENT:
+            return parent
         return node_id
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = defaultdict(int)
-        for n in self.nodes.values():
-            out[n.kind.value] += 1
+        for kind, n in self.nodes.kind_counts().items():
+            out[kind.value] += n
         for kind, n in self.edges.counts().items():
             out[f"edge:{kind.value}"] += n
         return dict(out)

@@ -53,14 +53,18 @@ class EdgeTable:
 
     def __init__(
         self, edges: Iterable[Edge | EdgeRow], node_ids: Iterable[str] = (), *, unique: dict[EdgeKind, bool] | None = None,
+        numbering: tuple[dict[str, int], list[str]] | None = None,
     ) -> None:
         """edges: Edge records or EdgeRows, any iterable, read once (a stream keeps only one alive at a time).
-        node_ids: ids to number first (a corpus passes its nodes, so that their id strings are
-        the ones held here); an edge end that is no node gets a number too. unique: kinds whose
-        repeats are dropped, the first kept: an edge of such a kind repeats an earlier one with
-        the same ends and kind, and the same provenance too where the kind maps to True."""
-        self._code: dict[str, int] = {}
-        self._ids: list[str] = []
+        node_ids: ids to number first; an edge end that is no node gets a number too.
+        numbering: (id -> number, number -> id) to share instead (a corpus passes its NodeTable's
+        rows and ids, so the million-entry map is held once); every edge end must be in it, and
+        it is not changed. unique: kinds whose repeats are dropped, the first kept: an edge of
+        such a kind repeats an earlier one with the same ends and kind, and the same provenance
+        too where the kind maps to True."""
+        self._shared = numbering is not None
+        self._code: dict[str, int] = {} if numbering is None else numbering[0]
+        self._ids: list[str] = [] if numbering is None else numbering[1]
         for node_id in node_ids:
             self._number(node_id)
         provenance: dict[str, int] = {}
@@ -105,6 +109,8 @@ class EdgeTable:
     def _number(self, node_id: str) -> int:
         code = self._code.get(node_id)
         if code is None:
+            if self._shared:
+                raise ValueError(f"edge end {node_id} is not in the shared numbering")
             code = self._code[node_id] = len(self._ids)
             self._ids.append(node_id)
         return code
@@ -146,6 +152,11 @@ class EdgeTable:
         into = self._rows(node_id, self._in_start, self._in, kinds)
         ids = self._ids
         return [ids[i] for i in self._dst[out].tolist()] + [ids[i] for i in self._src[into].tolist()]
+
+    def targets(self, node_id: str, kinds: tuple[EdgeKind, ...] | None = None) -> list[str]:
+        """The targets of `node_id`'s out-edges (of those kinds), in the order added, without records."""
+        ids = self._ids
+        return [ids[i] for i in self._dst[self._rows(node_id, self._out_start, self._out, kinds)].tolist()]
 
     def out_of(self, node_id: str, kinds: tuple[EdgeKind, ...] | None = None) -> list[Edge]:
         """The edges from `node_id` (of those kinds), in the order they were added."""

@@ -357,6 +357,14 @@ def extract_document_entities(doc_id: str, title: str, nodes: list[Node], llm: L
 # ---------------------------------------------------------------- workspaces built before entities
 
 
+def entities_to_derive(store: WorkspaceStore, runs: dict[str, str] | None = None, titles: dict[str, str] | None = None) -> list[str]:
+    """The documents whose entities `derive_missing_entities` would derive (none once every
+    document has the current rules' entities)."""
+    runs = store.entity_runs() if runs is None else runs
+    doc_ids = titles if titles is not None else (d.id for d in store.documents())
+    return [d for d in doc_ids if d not in runs or (runs[d].startswith("rules") and runs[d] != RULES_EXTRACTOR)]
+
+
 def derive_missing_entities(
     store: WorkspaceStore, nodes: list[Node], edges: Iterable[Edge | EdgeRow]
 ) -> tuple[list[Node], Iterable[Edge | EdgeRow]]:
@@ -368,7 +376,7 @@ def derive_missing_entities(
 
     runs = store.entity_runs()
     titles = {d.id: d.title for d in store.documents()}
-    todo = [d for d in titles if d not in runs or (runs[d].startswith("rules") and runs[d] != RULES_EXTRACTOR)]
+    todo = entities_to_derive(store, runs, titles)
     if not todo:
         return nodes, edges
     t0 = time.perf_counter()

@@ -243,7 +243,7 @@ def table_view(corpus: Corpus, node_id: str) -> TableView:
     lines = [line for line in body.split("\n") if line.strip()]
     header = lines[0].split(" | ") if lines else []
     rows = [line.split(" | ") for line in lines[1:]]
-    row_units = [corpus.nodes[c] for c in corpus.children.get(node_id, []) if corpus.nodes[c].kind == NodeKind.ROW]
+    row_units = [corpus.nodes[c] for c in corpus.children(node_id) if corpus.nodes[c].kind == NodeKind.ROW]
     note = ""
     if len(rows) < len(row_units):
         # The last line may be cut mid-row: rebuild it and every later row from the row units.

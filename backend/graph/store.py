@@ -19,7 +19,7 @@ import sqlite3
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Iterator, Mapping, MutableMapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -27,6 +27,7 @@ import numpy as np
 
 from backend.errors import WorkspaceError
 from backend.graph.edges import EdgeRow
+from backend.graph.nodes import own_string
 from backend.types import EDGE_JSON, FURNITURE_KINDS, NODE_JSON, SECTION_JSON, Block, Document, Edge, EdgeKind, Layer, Node, ParsedDocument, PendingDocLink, Section
 
 log = logging.getLogger(__name__)
@@ -104,7 +105,7 @@ class StoredVectors(MutableMapping):
     def mark_unread(self, node_id: str) -> None:
         self._unread.add(node_id)
 
-    def fill(self, matrix: np.ndarray, row: dict[str, int], layer: Layer) -> None:
+    def fill(self, matrix: np.ndarray, row: Mapping[str, int], layer: Layer) -> None:
         """matrix[row[id]] = the vector of id, for every id of `row` (nodes of that Layer), read
         in one pass over the layer's stored rows where they were not read before."""
         if self._store is not None and any(i in self._unread for i in row):
@@ -351,18 +352,30 @@ class WorkspaceStore:
         go leaves no hole among the nodes (see StoredVectors). read_layers: read only the
         vectors of nodes of those layers now; the others are read when asked for (a corpus whose
         FAISS files are fresh never reads them: Corpus.load)."""
-        nodes: list[Node] = []
         embs = StoredVectors(self)
-        wanted = "1" if read_layers is None else f"layer IN ({','.join(str(int(x)) for x in read_layers) or 'NULL'})"
-        query = f"SELECT json, emb IS NOT NULL, CASE WHEN {wanted} THEN emb END FROM nodes ORDER BY doc, seq"  # noqa: S608 - ints only
+        return list(self.iter_nodes(embs, read_layers)), embs
+
+    def iter_nodes(
+        self, embs: StoredVectors, read_layers: tuple[Layer, ...] | None = None, layers: tuple[Layer, ...] | None = None,
+    ) -> Iterator[Node]:
+        """Every node (of `layers`), read as the caller takes it (all_nodes' order); each one's
+        vector goes to `embs` as all_nodes says. A node's id is a string of its own, not the one
+        parsed with its record: `embs` and the corpus's NodeTable keep it, and the record with its
+        other strings dies whole once the table has read it (see backend.graph.nodes)."""
+        def among(chosen: tuple[Layer, ...]) -> str:
+            return f"layer IN ({','.join(str(int(x)) for x in chosen) or 'NULL'})"
+
+        wanted = "1" if read_layers is None else among(read_layers)
+        where = "1" if layers is None else among(layers)
+        query = f"SELECT json, emb IS NOT NULL, CASE WHEN {wanted} THEN emb END FROM nodes WHERE {where} ORDER BY doc, seq"  # noqa: S608 - ints only
         for js, has_emb, emb in self._db.execute(query):
             node = NODE_JSON.validate_json(js)
-            nodes.append(node)
+            node.id = own_string(node.id)
             if emb is not None:
                 embs[node.id] = emb
             elif has_emb:
                 embs.mark_unread(node.id)
-        return nodes, embs
+            yield node
 
     def node_vector(self, node_id: str) -> bytes:
         row = self._db.execute("SELECT emb FROM nodes WHERE id=? AND emb IS NOT NULL", (node_id,)).fetchone()

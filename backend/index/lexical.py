@@ -11,6 +11,7 @@ import hashlib
 import logging
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import bm25s
@@ -69,11 +70,16 @@ class BM25Index:
             self._vocab = {}
 
     @classmethod
-    def cached(cls, ids: list[str], texts: list[str], folder: Path, k1: float = 1.5, b: float = 0.75) -> BM25Index:
+    def cached(
+        cls, ids: list[str], texts: list[str] | Callable[[], list[str]], folder: Path, k1: float = 1.5, b: float = 0.75,
+    ) -> BM25Index:
         """The index of these rows, read from `folder` (memory-mapped) when a load before saved
         one for exactly these ids and texts, else built and saved there for the next load; the
-        other indexes saved in `folder` (stale ones) are removed. Same scores either way."""
-        key = index_key(ids, texts, k1, b)
+        other indexes saved in `folder` (stale ones) are removed. Same scores either way.
+        texts: or a function that makes them: they are then let go before a saved index is read,
+        so its vocabulary is not allocated among them (a load's texts are transient, its
+        vocabulary is not), and made again only to build."""
+        key = index_key(ids, texts() if callable(texts) else texts, k1, b)
         path = folder / key
         if ids and path.is_dir():
             try:
@@ -81,7 +87,7 @@ class BM25Index:
             except (OSError, ValueError, KeyError) as exc:  # a torn or foreign file: build again
                 log.warning("BM25 index %s unreadable, rebuilding: %s", path, exc)
                 shutil.rmtree(path, ignore_errors=True)
-        index = cls(ids, texts, k1, b)
+        index = cls(ids, texts() if callable(texts) else texts, k1, b)
         if ids:
             index._save(path)
         return index

@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 
 from backend.types import Document, Layer, Node, NodeKind, Section
 
 SECTION_BODY_CHARS = 900
 
 
-def index_texts(nodes: list[Node], sections: dict[str, Section], documents: dict[str, Document]) -> dict[str, str]:
+def index_texts(
+    nodes: Iterable[Node], sections: dict[str, Section], documents: dict[str, Document], *, bodies_from: Iterable[Node] | None = None,
+) -> dict[str, str]:
+    """node id -> its index text. A section's text holds the opening of its components' texts,
+    found among `nodes` (read twice then: a list or a view), or among `bodies_from` where given
+    (a corpus asks for one layer at a time)."""
     body: dict[str, list[str]] = defaultdict(list)
-    for n in nodes:
+    for n in nodes if bodies_from is None else bodies_from:
         if n.layer == Layer.COMPONENT and n.section:
             body[n.section].append(n.text)
     out: dict[str, str] = {}

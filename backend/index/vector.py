@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -106,7 +107,7 @@ class VectorIndex:
 
     def __init__(
         self, ids: list[str], matrix: np.ndarray | None, *, use_gpu: bool = False, index: faiss.Index | None = None,
-        row: dict[str, int] | None = None, approximate: Approximate | None = None,
+        row: Mapping[str, int] | None = None, approximate: Approximate | None = None,
     ) -> None:
         """Either `matrix` (n, dim), copied into a new index, or `index`: a FAISS index holding one
         vector per id (a file a load read). A flat index's vectors are `self.matrix`, a view of the

@@ -146,13 +146,12 @@ class HiKEYRetriever(Retriever):
             for c in corpus.components_by_doc.get(d, []):
                 row = comps.dense.row.get(c)
                 if row is not None:
-                    node = corpus.nodes[c]
-                    units_by_section[node.section or node.doc].append((c, float(unit_score[row])))
+                    units_by_section[corpus.nodes.section_of(c) or d].append((c, float(unit_score[row])))
         ranked_sections = []
         for sec_id, units in units_by_section.items():
             units.sort(key=lambda u: (-u[1], u[0]))
             s_sec = units[0][1]
-            doc_id = corpus.nodes[units[0][0]].doc
+            doc_id = corpus.nodes.doc_of(units[0][0])
             final = lam * doc_score[doc_id] + (1 - lam) * s_sec
             ranked_sections.append(RankedSection(final, sec_id, doc_id, s_sec, units))
         ranked_sections.sort(key=lambda r: (-r[0], r[1]))

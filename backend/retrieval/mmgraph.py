@@ -104,7 +104,7 @@ class MMGraphRetriever(Retriever):
                     reached[other] = float(ent_scores[entities.dense.row[other]]) if other in entities.dense.row else 0.0
                 if score > reached[other]:
                     reached[other] = score
-                    via[other] = corpus.nodes[a.node_id].text
+                    via[other] = corpus.nodes.text_of(a.node_id)
                 sig = (edge.src, edge.dst, edge.provenance)
                 followed[sig] = max(followed.get(sig, 0.0), score)
 
@@ -136,7 +136,7 @@ class MMGraphRetriever(Retriever):
         reached_components = [ScoredNode(node_id=c, score=-neg, why=self._why(best_entity[c], via)) for neg, c in shown]
         trace.add(EntityStep(
             mode=mode,
-            entities=[EntityHit(node_id=a.node_id, name=corpus.nodes[a.node_id].text, score=a.score) for a in anchors],
+            entities=[EntityHit(node_id=a.node_id, name=corpus.nodes.text_of(a.node_id), score=a.score) for a in anchors],
             edges=[EntityEdge(src=s, dst=d, relation=rel, score=round(sc, 6))
                    for (s, d, rel), sc in sorted(followed.items(), key=lambda kv: (-kv[1], kv[0]))[:TRACE_EDGES]],
             components=reached_components,
@@ -144,7 +144,7 @@ class MMGraphRetriever(Retriever):
         return results
 
     def _why(self, entity: str, via: dict[str, str]) -> str:
-        name = self.corpus.nodes[entity].text
+        name = self.corpus.nodes.text_of(entity)
         how = via.get(entity, "matched")
         return f"mentions {name} (matched)" if how == "matched" else f"mentions {name}, related to {how}"
 

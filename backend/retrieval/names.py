@@ -50,7 +50,7 @@ def _count_names(corpus) -> DocumentNames:
     counts: dict[str, Counter] = {}  # doc -> word (BM25's stemmed token) -> count
     df: Counter = Counter()
     for doc_id, comp_ids in corpus.components_by_doc.items():
-        counts[doc_id] = Counter(w for ws in tokenize([corpus.nodes[c].text for c in comp_ids]) for w in ws if len(w) >= MIN_WORD_CHARS)
+        counts[doc_id] = Counter(w for ws in tokenize([corpus.nodes.text_of(c) for c in comp_ids]) for w in ws if len(w) >= MIN_WORD_CHARS)
         df.update(counts[doc_id].keys())
     n_docs = len(counts)
     by_word: dict[str, list[str]] = defaultdict(list)
@@ -87,10 +87,10 @@ def named_first(corpus, question: str, hits: list[ScoredNode], trace: Trace) -> 
     found, docs = named_documents(corpus, question)
     if not docs:
         return hits
-    first = [h for h in hits if corpus.nodes[h.node_id].doc in docs]
+    first = [h for h in hits if corpus.nodes.doc_of(h.node_id) in docs]
     if not first or len(first) == len(hits):
         return hits
-    rest = [h for h in hits if corpus.nodes[h.node_id].doc not in docs]
+    rest = [h for h in hits if corpus.nodes.doc_of(h.node_id) not in docs]
     out, floor = [], float("inf")
     for h in first + rest:  # scores stay non-increasing
         floor = min(floor, h.score)

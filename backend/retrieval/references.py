@@ -197,7 +197,7 @@ def place_references(corpus, question: str, hits: list[ScoredNode], top_k: int, 
     rank_of = {h.node_id: i for i, h in enumerate(hits)}
     if question_vector is not None:
         question_vector = functools.cache(question_vector)  # encoded once, for all the named pages
-    doc_order = list(dict.fromkeys(corpus.nodes[h.node_id].doc for h in hits if h.node_id in corpus.nodes))
+    doc_order = list(dict.fromkeys(corpus.nodes.doc_of(h.node_id) for h in hits if h.node_id in corpus.nodes))
     anchors: dict[str, str] = {}  # unit -> why; the first mention wins
     docs: list[str] = []
     for doc_id in doc_order:

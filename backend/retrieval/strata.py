@@ -70,7 +70,7 @@ def spread_over_documents(corpus, ranked: list[ScoredNode], per_doc: int) -> lis
     clipped so they stay non-increasing."""
     first, rest, count = [], [], {}
     for hit in ranked:
-        doc = corpus.nodes[hit.node_id].doc
+        doc = corpus.nodes.doc_of(hit.node_id)
         (first if count.get(doc, 0) < per_doc else rest).append(hit)
         count[doc] = count.get(doc, 0) + 1
     out, floor = [], float("inf")

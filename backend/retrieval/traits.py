@@ -43,7 +43,7 @@ def _measure_template_share(corpus) -> float:
     comps = corpus.layers["components"]
     share = 0.0
     if len(corpus.documents) > 1 and len(comps.ids) > 1:
-        docs = np.array([corpus.nodes[i].doc for i in comps.ids])
+        docs = np.array([corpus.nodes.doc_of(i) for i in comps.ids])
         rng = np.random.default_rng(0)  # deterministic sample
         idx = rng.choice(len(comps.ids), size=min(TEMPLATE_SAMPLE, len(comps.ids)), replace=False)
         nearest = np.empty(len(idx), dtype=np.float32)
@@ -89,7 +89,7 @@ def _measure_hop_share(corpus) -> float:
     titles = title_index(corpus)
     rng = np.random.default_rng(0)  # deterministic sample
     sample = [comps[i] for i in rng.choice(len(comps), size=min(HOP_SAMPLE, len(comps)), replace=False)]
-    hops = sum(1 for c in sample if c in linked or titles.mentioned(corpus.nodes[c].text, exclude=corpus.nodes[c].doc, limit=1))
+    hops = sum(1 for c in sample if c in linked or titles.mentioned(corpus.nodes.text_of(c), exclude=corpus.nodes.doc_of(c), limit=1))
     return hops / len(sample)
 
 

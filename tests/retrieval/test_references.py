@@ -4,7 +4,6 @@ through the real ingest and the real query pipeline."""
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pymupdf
@@ -96,10 +95,7 @@ def papers(service):
     corpus = build_corpus(service, {
         "results_paper.pdf": ["Figure 1: The pipeline of the system.", "Table 2: Accuracy of every model.", "We thank the reviewers."],
         "other_paper.pdf": ["Table 2: Latency of every model.", "Related work on retrieval."],
-    })
-    for node_id, node in list(corpus.nodes.items()):
-        if node.text.startswith(("Figure", "Table")):
-            corpus.nodes[node_id] = dataclasses.replace(node, label=node.text.split(":")[0])
+    }, labels=True)
     return corpus
 
 

@@ -378,7 +378,7 @@ def _picked(selection: list[T.Pick], n: int, limit: int) -> list[int]:
 
 def _evidence_doc(corpus, found: list[ScoredNode], index: int | None) -> str | None:
     i = index if index is not None and 0 <= index < len(found) else 0
-    return corpus.nodes[found[i].node_id].doc if found else None
+    return corpus.nodes.doc_of(found[i].node_id) if found else None
 
 
 def _why(found_by: list[T.FoundBy]) -> str:

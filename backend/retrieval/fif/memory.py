@@ -53,10 +53,10 @@ class DocumentRowMaps:
         self.comp_ids = comps.ids
         self.comp_row = comps.dense.row
         self.comp_doc_row = corpus.component_doc_rows  # (n_comps,)
-        nodes = corpus.nodes
+        parent_of, doc_of = corpus.nodes.parent_of, corpus.nodes.doc_of
         # (n_subs,) row of each subcomponent's component and of its document (-1: not in those layers)
-        self.sub_comp_row = np.array([self.comp_row.get(nodes[s].parent or "", -1) for s in subs.ids], dtype=np.int64)
-        self.sub_doc_row = np.array([self.doc_row.get(nodes[s].doc, -1) for s in subs.ids], dtype=np.int64)
+        self.sub_comp_row = np.array([self.comp_row.get(parent_of(s) or "", -1) for s in subs.ids], dtype=np.int64)
+        self.sub_doc_row = np.array([self.doc_row.get(doc_of(s), -1) for s in subs.ids], dtype=np.int64)
         self.comp_has_subs = np.zeros(len(comps.ids), dtype=bool)  # (n_comps,)
         self.comp_has_subs[self.sub_comp_row[self.sub_comp_row >= 0]] = True
         self._neighbours: dict[str, list[str]] = {}
@@ -79,7 +79,7 @@ class DocumentRowMaps:
     def links_of(self, comp_id: str) -> list[str]:
         """Titles of the other documents a component links to."""
         corpus = self.corpus
-        own = corpus.nodes[comp_id].doc
+        own = corpus.nodes.doc_of(comp_id)
         docs = dict.fromkeys(self._doc_of(e.dst) for e in corpus.edges.out_of(comp_id, (EdgeKind.LINK,)))
         return [corpus.documents[d].title for d in docs if d in corpus.documents and d != own]
 

@@ -92,7 +92,8 @@ def build_graph_arrays(corpus: Corpus) -> GraphArrays:
     comps = corpus.layers["components"]
     subs = corpus.layers["subcomponents"]
     comp_row = {c: i for i, c in enumerate(comps.ids)}
-    parent = np.array([comp_row.get(corpus.nodes[s].parent or "", -1) for s in subs.ids], dtype=np.int64)
+    parent_of, kind_of = corpus.nodes.parent_of, corpus.nodes.kind_of
+    parent = np.array([comp_row.get(parent_of(s) or "", -1) for s in subs.ids], dtype=np.int64)
     valid = np.flatnonzero(parent >= 0)
     order = valid[np.argsort(parent[valid], kind="stable")]
     sorted_parent = parent[order]
@@ -106,7 +107,7 @@ def build_graph_arrays(corpus: Corpus) -> GraphArrays:
     has_subs[seg_comp] = True
     kinds = [k for k in NodeKind]
     kind_index = {k: i for i, k in enumerate(kinds)}
-    sub_kind = np.array([kind_index[corpus.nodes[s].kind] for s in subs.ids], dtype=np.int64)
+    sub_kind = np.array([kind_index[kind_of(s)] for s in subs.ids], dtype=np.int64)
     doc_components = {
         d: np.array([comp_row[c] for c in cs if c in comp_row], dtype=np.int64) for d, cs in corpus.components_by_doc.items()
     }
@@ -183,9 +184,9 @@ def component_neighbours(corpus: Corpus, comp_id: str, li: LateInteraction, per_
             out.setdefault(ga.comp_row[node.parent], edge.kind.value)
     # Links between documents also count from the other side: components elsewhere that link to
     # this component's document.
-    doc = corpus.nodes[comp_id].doc
+    doc = corpus.nodes.doc_of(comp_id)
     for edge in corpus.edges.into(doc, (EdgeKind.LINK,)):
-        if edge.src in ga.comp_row and corpus.nodes[edge.src].doc != doc:
+        if edge.src in ga.comp_row and corpus.nodes.doc_of(edge.src) != doc:
             out.setdefault(ga.comp_row[edge.src], "doc_link")
     out.pop(ga.comp_row[comp_id], None)
     return sorted(out.items())

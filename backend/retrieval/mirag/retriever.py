@@ -62,8 +62,9 @@ def knowledge_base_rows(corpus) -> tuple[np.ndarray, list[str], np.ndarray, list
     """Rows of the components layer (and their ids) in the text KB and in the image-text KB
     (built once per loaded corpus, see Corpus.derived)."""
     ids = corpus.layers["components"].ids
-    text = [r for r, i in enumerate(ids) if corpus.nodes[i].kind in TEXT_KINDS]
-    image = [r for r, i in enumerate(ids) if corpus.nodes[i].kind in IMAGE_TEXT_KINDS]
+    kind_of = corpus.nodes.kind_of
+    text = [r for r, i in enumerate(ids) if kind_of(i) in TEXT_KINDS]
+    image = [r for r, i in enumerate(ids) if kind_of(i) in IMAGE_TEXT_KINDS]
     return np.array(text, dtype=np.int64), [ids[r] for r in text], np.array(image, dtype=np.int64), [ids[r] for r in image]
 
 
@@ -219,7 +220,7 @@ class MIRAGRetriever(Retriever):
         images = []
         if self.corpus.root is not None:
             images = [str(Path(self.corpus.root) / self.corpus.nodes[h.node_id].crop) for h in found
-                      if self.corpus.nodes[h.node_id].kind in IMAGE_TEXT_KINDS and self.corpus.nodes[h.node_id].crop]
+                      if self.corpus.nodes.kind_of(h.node_id) in IMAGE_TEXT_KINDS and self.corpus.nodes[h.node_id].crop]
         payload = RecordPayload(question=question, queries=queries, knowledge=knowledge, known=known, max_facts=max_facts,
                                 images=images[:4])
         out = self.llm.run(RECORD, payload)
@@ -245,11 +246,11 @@ class MIRAGRetriever(Retriever):
             node = corpus.nodes[hit.node_id]
             members = []
             if node.kind in (NodeKind.PARAGRAPH, NodeKind.TABLE):
-                members = [s for s in corpus.subcomponents(node.id) if corpus.nodes[s].kind != NodeKind.OBJECT]
+                members = [s for s in corpus.subcomponents(node.id) if corpus.nodes.kind_of(s) != NodeKind.OBJECT]
             if node.kind != NodeKind.PARAGRAPH:
                 members = [node.id, *members]  # a figure's or table's caption and context is a fact too
             units.append((hit, members))
-        texts = {sid: " ".join(corpus.nodes[sid].text.split()) for _, members in units for sid in members}
+        texts = {sid: " ".join(corpus.nodes.text_of(sid).split()) for _, members in units for sid in members}
         token_sets = dict(zip(texts, (set(t) for t in tokenize(list(texts.values()))))) if texts else {}
         out = []
         # Only the candidate units' rows: a gather and one dot with every query vector.
