@@ -1,4 +1,4 @@
-"""Where a loaded corpus's memory goes: RSS before and after the load and its peak, what the
+"""Where a loaded corpus's memory goes: the load's time, RSS before and after it and its peak, what the
 allocators hold against what is in use, and the corpus's own arrays, for this checkout and any
 other given (a git worktree of an older commit), each loaded in its own process, one after the
 other in the same run.
@@ -25,7 +25,7 @@ HERE = Path(__file__).resolve().parents[1]
 
 # Runs inside the checkout being measured; prints one JSON line.
 PROBE = r'''
-import ctypes, gc, json, os, sys, tempfile
+import ctypes, gc, json, os, sys, tempfile, time
 sys.path.insert(0, os.getcwd())
 from pathlib import Path
 from backend.config import Settings
@@ -63,7 +63,9 @@ svc = Service(Settings(load_sample=False))
 svc.encoder.encode(["warm"]); svc.encoders.sub.encode(["warm"])
 gc.collect(); heap.trim()
 before = status()
+t0 = time.perf_counter()
 corpus = svc.corpus(Path(sys.argv[1]))
+load_s = time.perf_counter() - t0
 gc.collect(); heap.trim()
 after = status()
 arenas, used = pymalloc()
@@ -72,7 +74,7 @@ info = libc.mallinfo2()
 nodes = corpus.nodes
 mib = 2 ** 20
 print(json.dumps({
-    "rss_before": before["VmRSS"], "rss_after": after["VmRSS"], "peak": after["VmHWM"],
+    "load_s": round(load_s, 1), "rss_before": before["VmRSS"], "rss_after": after["VmRSS"], "peak": after["VmHWM"],
     "pymalloc_arenas": arenas, "pymalloc_used": used // mib,
     "glibc_in_use": info.uordblks // mib, "glibc_mmapped": info.hblkhd // mib,
     "nodes": len(nodes), "node_columns": nodes.nbytes() // mib if hasattr(nodes, "nbytes") else None,
@@ -82,6 +84,7 @@ print(json.dumps({
 '''
 
 ROWS = [
+    ("load, s", lambda r: r["load_s"]),
     ("corpus RSS (after - before the load), MB", lambda r: r["rss_after"] - r["rss_before"]),
     ("peak RSS of the process, MB", lambda r: r["peak"]),
     ("pymalloc arenas held, MB", lambda r: r["pymalloc_arenas"]),
