@@ -40,7 +40,7 @@ from backend.graph.entities import (
 from backend.graph.nodes import NodeTable, own_string
 from backend.graph.store import StoredVectors, WorkspaceStore
 from backend.index.lexical import BM25Index
-from backend.index.texts import index_texts
+from backend.index.texts import index_text, section_bodies
 from backend.index.vector import Approximate, VectorIndex
 from backend.ingest.layout import printed_page_map
 from backend.types import Document, Edge, EdgeKind, Layer, Node, NodeKind, Section
@@ -90,10 +90,10 @@ class ImageLayer:
     signature: str
 
 
-def _lexical(ids: list[str], texts: list[str] | Callable[[], list[str]], index_dir: Path | None, name: str) -> BM25Index:
+def _lexical(ids: list[str], texts: list[str] | Callable[[], Iterable[str]], index_dir: Path | None, name: str) -> BM25Index:
     """A layer's BM25 index; with a workspace, read from (or saved to) its index folder."""
     if index_dir is None:
-        return BM25Index(ids, texts() if callable(texts) else texts)
+        return BM25Index(ids, list(texts()) if callable(texts) else texts)
     return BM25Index.cached(ids, texts, index_dir / "bm25" / name)
 
 
@@ -236,6 +236,7 @@ class Corpus:
             embeddings, dims, use_gpu, index_dir, generation, consume_embeddings, approximate or Approximate()
         )
         self.layers["entities"] = self._build_entity_layer(entity_ids, entity_matrix)
+        del entity_matrix  # the layer's index holds its copy
         self._entities_without_vectors = missing
         self._entity_lock = threading.Lock()
         self._derived: dict[Callable[[Any], Any], Any] = {}
@@ -261,10 +262,12 @@ class Corpus:
             nodes, edges = derive_missing_entities(store, nodes, store.iter_edge_rows())
         else:
             # Entities last: their records live until they are merged, and read after the other
-            # nodes they do not sit among what the corpus keeps (see NodeTable).
+            # nodes they do not sit among what the corpus keeps (see NodeTable). No vector is read
+            # here: the merge reads each entity's as it averages them, a name at a time, where
+            # holding them all until then was a third of the load's peak at 100k pages.
             embs = StoredVectors(store)
             others = tuple(x for x in Layer if x != Layer.ENTITY)
-            nodes = itertools.chain(store.iter_nodes(embs, (Layer.ENTITY,), others), store.iter_nodes(embs, (Layer.ENTITY,), (Layer.ENTITY,)))
+            nodes = itertools.chain(store.iter_nodes(embs, (), others), store.iter_nodes(embs, (), (Layer.ENTITY,)))
             edges = store.iter_edge_rows()
         return cls(
             store.documents(), store.all_sections(), nodes, embs, edges, store.all_doc_links(),
@@ -313,7 +316,8 @@ class Corpus:
             merged = merge_entities(entities, embeddings)
             if consume:
                 for n in entities:
-                    embeddings.pop(n.id, None)  # in its merged entity's vector now
+                    if n.id in embeddings:
+                        del embeddings[n.id]  # in its merged entity's vector now
             entities.clear()
             merging.append(merged)
             for n in merged.nodes:
@@ -398,12 +402,12 @@ class Corpus:
         cache.write_meta()
         return layers
 
-    def _index_texts(self, name: str, ids: list[str]) -> list[str]:
-        """The index texts of a layer's nodes, in row order (a section's from its components too)."""
-        nodes = [self.nodes[i] for i in ids]
-        components = (self.nodes.node(r) for r in _layer_rows(self.nodes, "components")) if name == "sections" else ()
-        texts = index_texts(nodes, self.sections, self.documents, bodies_from=components)
-        return [texts[i] for i in ids]
+    def _index_texts(self, name: str, ids: list[str]) -> Iterator[str]:
+        """The index texts of a layer's nodes, in row order, each made as it is read (a section's
+        from its components' too): a load hashes them to find its BM25 files and holds none."""
+        bodies = section_bodies(self.nodes.node(r) for r in _layer_rows(self.nodes, "components")) if name == "sections" else {}
+        for node_id in ids:
+            yield index_text(self.nodes[node_id], self.sections, self.documents, bodies)
 
     # ---------------------------------------------------------------- queries
 

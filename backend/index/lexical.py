@@ -11,7 +11,7 @@ import hashlib
 import logging
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import bm25s
@@ -26,7 +26,7 @@ _STEMMER = Stemmer.Stemmer("english")
 LEXICAL_FORMAT = 1
 
 
-def index_key(ids: list[str], texts: list[str], k1: float, b: float) -> str:
+def index_key(ids: list[str], texts: Iterable[str], k1: float, b: float) -> str:
     """A digest of everything a saved index depends on: rows, texts, parameters, code."""
     h = hashlib.sha256(f"{LEXICAL_FORMAT}|{bm25s.__version__}|{k1}|{b}|{len(ids)}".encode())
     for node_id, text in zip(ids, texts, strict=True):
@@ -71,14 +71,14 @@ class BM25Index:
 
     @classmethod
     def cached(
-        cls, ids: list[str], texts: list[str] | Callable[[], list[str]], folder: Path, k1: float = 1.5, b: float = 0.75,
+        cls, ids: list[str], texts: list[str] | Callable[[], Iterable[str]], folder: Path, k1: float = 1.5, b: float = 0.75,
     ) -> BM25Index:
         """The index of these rows, read from `folder` (memory-mapped) when a load before saved
         one for exactly these ids and texts, else built and saved there for the next load; the
         other indexes saved in `folder` (stale ones) are removed. Same scores either way.
-        texts: or a function that makes them: they are then let go before a saved index is read,
-        so its vocabulary is not allocated among them (a load's texts are transient, its
-        vocabulary is not), and made again only to build."""
+        texts: or a function that makes them, one at a time if it likes: the digest then holds
+        none of them (a load's peak), none is alive when a saved index's vocabulary is read (the
+        vocabulary is kept, the texts are not), and they are made again only to build."""
         key = index_key(ids, texts() if callable(texts) else texts, k1, b)
         path = folder / key
         if ids and path.is_dir():
@@ -87,7 +87,7 @@ class BM25Index:
             except (OSError, ValueError, KeyError) as exc:  # a torn or foreign file: build again
                 log.warning("BM25 index %s unreadable, rebuilding: %s", path, exc)
                 shutil.rmtree(path, ignore_errors=True)
-        index = cls(ids, texts() if callable(texts) else texts, k1, b)
+        index = cls(ids, list(texts()) if callable(texts) else texts, k1, b)
         if ids:
             index._save(path)
         return index

@@ -14,25 +14,34 @@ def index_texts(
     nodes: Iterable[Node], sections: dict[str, Section], documents: dict[str, Document], *, bodies_from: Iterable[Node] | None = None,
 ) -> dict[str, str]:
     """node id -> its index text. A section's text holds the opening of its components' texts,
-    found among `nodes` (read twice then: a list or a view), or among `bodies_from` where given
-    (a corpus asks for one layer at a time)."""
-    body: dict[str, list[str]] = defaultdict(list)
-    for n in nodes if bodies_from is None else bodies_from:
-        if n.layer == Layer.COMPONENT and n.section:
-            body[n.section].append(n.text)
-    out: dict[str, str] = {}
+    found among `nodes` (read twice then: a list or a view), or among `bodies_from` where given."""
+    body = section_bodies(nodes if bodies_from is None else bodies_from)
+    return {n.id: index_text(n, sections, documents, body) for n in nodes}
+
+
+def section_bodies(nodes: Iterable[Node]) -> dict[str, str]:
+    """section id -> the opening SECTION_BODY_CHARS of its components' texts joined by spaces, in
+    the order given; a section's later texts are not kept once its opening is full."""
+    parts: dict[str, list[str]] = defaultdict(list)
+    length: dict[str, int] = defaultdict(int)
     for n in nodes:
-        if n.kind == NodeKind.DOCUMENT:
-            doc = documents.get(n.doc)
-            out[n.id] = f"{doc.card}\n{doc.summary}" if doc else n.text
-        elif n.kind == NodeKind.SECTION:
-            sec = sections.get(n.id)
-            path = " > ".join(sec.path) if sec else n.text
-            out[n.id] = f"{path}\n{' '.join(body.get(n.id, []))[:SECTION_BODY_CHARS]}"
-        elif n.layer == Layer.COMPONENT:
-            sec = sections.get(n.section or "")
-            scope = " > ".join(sec.path[1:][-2:]) if sec else ""
-            out[n.id] = f"{scope}\n{n.text}" if scope else n.text
-        else:
-            out[n.id] = n.text
-    return out
+        if n.layer == Layer.COMPONENT and n.section and length[n.section] <= SECTION_BODY_CHARS:  # joined: length - 1
+            parts[n.section].append(n.text)
+            length[n.section] += len(n.text) + 1
+    return {sec: " ".join(texts)[:SECTION_BODY_CHARS] for sec, texts in parts.items()}
+
+
+def index_text(n: Node, sections: dict[str, Section], documents: dict[str, Document], bodies: dict[str, str]) -> str:
+    """The text one node is indexed by (bodies: section_bodies, read for sections only)."""
+    if n.kind == NodeKind.DOCUMENT:
+        doc = documents.get(n.doc)
+        return f"{doc.card}\n{doc.summary}" if doc else n.text
+    if n.kind == NodeKind.SECTION:
+        sec = sections.get(n.id)
+        path = " > ".join(sec.path) if sec else n.text
+        return f"{path}\n{bodies.get(n.id, '')}"
+    if n.layer == Layer.COMPONENT:
+        sec = sections.get(n.section or "")
+        scope = " > ".join(sec.path[1:][-2:]) if sec else ""
+        return f"{scope}\n{n.text}" if scope else n.text
+    return n.text
