@@ -217,7 +217,7 @@ class SignalProbe:
         self.by_file = {d.file_name: d.id for d in corpus.documents.values()}
 
     def signal_ranks(self, question: str) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
-        from backend.retrieval.base import hybrid_scores
+        from backend.retrieval.scoring import hybrid_scores
 
         qvec = self.encoder.encode([question])[0]
         dense = self.layer.dense.scores(qvec)

@@ -52,3 +52,13 @@ def test_subset_keeps_questions_whose_gold_it_holds(diagnose_mod, split_mod, tmp
     assert all({g.doc for g in q.gold} <= set(docs) for q in questions)
     distractors = [d for d in docs if d.startswith("d")]
     assert len(distractors) == 6 and {d.split("_")[0] for d in distractors} == {f"d{q.id[2:]}" for q in questions}
+
+
+def test_the_signal_probe_ranks_every_component_under_each_signal(diagnose_mod, service, sample_corpus):
+    probe = diagnose_mod.SignalProbe(sample_corpus, service.encoders.text, 0.5)
+    ranks, dense, qvec = probe.signal_ranks("What does the -c option do?")
+    n = len(sample_corpus.layers["components"].ids)
+    assert set(ranks) == {"bm25", "dense", "hybrid"} and all(len(r) == n for r in ranks.values())
+    assert all(sorted(r.tolist()) == list(range(1, n + 1)) or sorted(r.tolist()) == list(range(n)) for r in ranks.values())
+    assert dense.shape == (n,) and qvec.shape == (service.encoders.text.dim,)
+    assert set(probe.texts) == set(sample_corpus.layers["components"].ids)
