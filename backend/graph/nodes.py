@@ -3,13 +3,13 @@
 A corpus holds about thirty nodes per page. As slotted Node records each took ~140 bytes, its
 box a tuple of four Python floats ~170 more, and its text a str object's 49 bytes of header:
 at 100k pages 1.2 GB of records, boxes and headers. Here a node is its id string, one row in
-numpy columns (~70 bytes) and its UTF-8 text in one buffer; `table[node_id]` makes the Node
+array columns (~70 bytes) and its UTF-8 text in one buffer; `table[node_id]` makes the Node
 again, without validation (every value was validated when the node was read or built), equal
 field for field to the one the table was given. The strings that many nodes share (document,
 section and parent ids, roles, labels, crops, contexts) are kept once each and numbered.
 
 The hot paths of retrieval read one field of many nodes (`doc_of`, `layer_of`, `kind_of`,
-`parent_of`, `text_of`) without making records. A row number is the node's position in the
+`parent_of`, `section_of`, `text_of`) without making records. A row number is the node's position in the
 order given; the corpus's EdgeTable numbers its ends the same way (`rows`, `ids`).
 
 What the table keeps of a record is its id string and copies of its pooled strings (a pooled
@@ -42,7 +42,7 @@ _NO_BOX = (math.nan,) * 4  # a node without a box
 def own_string(value: str) -> str:
     """A new string object equal to `value` (str() and slicing return the same object): one
     that does not keep the record it came from, or the memory around that record, alive."""
-    return value.encode().decode()
+    return value.encode("utf-8", "surrogatepass").decode("utf-8", "surrogatepass")
 
 
 class _Pool:
@@ -136,7 +136,7 @@ class NodeTable(Mapping[str, Node]):
             page.append(n.page)
             order.append(n.order)
             boxes.extend(_NO_BOX if n.bbox is None else n.bbox)
-            text += n.text.encode()
+            text += n.text.encode("utf-8", "surrogatepass")  # PDF text can hold a lone surrogate
             ends.append(len(text))
             for name, pool in pools.items():
                 pool.add(getattr(n, name), self.rows, self.ids)
@@ -191,7 +191,7 @@ class NodeTable(Mapping[str, Node]):
         return None if code < 0 else self._values[name][code]
 
     def _text_at(self, row: int) -> str:
-        return self._text[self._ends[row - 1] if row else 0:self._ends[row]].decode()
+        return self._text[self._ends[row - 1] if row else 0:self._ends[row]].decode("utf-8", "surrogatepass")
 
     # ---------------------------------------------------------------- one field, no record
 

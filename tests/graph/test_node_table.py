@@ -28,6 +28,8 @@ NODES = [
     Node(id="d2:p0", layer=Layer.COMPONENT, kind=NodeKind.PARAGRAPH, doc="d2", text="Ünïcode text, 日本語 and emoji 🙂.",
          role="paragraph", page=1, bbox=(0.1, 0.2, 0.30000000000000004, 1e-7), order=0),
     Node(id="ent:x", layer=Layer.ENTITY, kind=NodeKind.ENTITY, doc="d2", text="Alice", label="person", order=2),
+    Node(id="d2:p1", layer=Layer.COMPONENT, kind=NodeKind.PARAGRAPH, doc="d2", text="a lone surrogate \ud800 from a PDF",
+         context="caption \udfff", order=1),
 ]
 
 
@@ -52,10 +54,10 @@ def test_one_field_readers_agree_with_the_records():
     for n in NODES:
         assert table.doc_of(n.id) == n.doc and table.parent_of(n.id) == n.parent and table.section_of(n.id) == n.section
         assert table.layer_of(n.id) is n.layer and table.kind_of(n.id) is n.kind and table.text_of(n.id) == n.text
-    assert table.rows_of_layer(Layer.COMPONENT) == [2, 4, 5]
+    assert table.rows_of_layer(Layer.COMPONENT) == [2, 4, 5, 7]
     assert table.rows_of_kind(NodeKind.SECTION) == [1]
     assert table.kind_counts() == {NodeKind.DOCUMENT: 1, NodeKind.SECTION: 1, NodeKind.TABLE: 1, NodeKind.ROW: 1,
-                                   NodeKind.FIGURE: 1, NodeKind.PARAGRAPH: 1, NodeKind.ENTITY: 1}
+                                   NodeKind.FIGURE: 1, NodeKind.PARAGRAPH: 2, NodeKind.ENTITY: 1}
 
 
 def test_the_table_keeps_a_records_id_and_no_other_string_of_it():
