@@ -91,8 +91,8 @@ class LayerRows(Mapping[str, int]):
             shared[table.rows[node_id]] = r
 
     def __getitem__(self, node_id: str) -> int:
-        r = self._shared[self._rows[node_id]]
-        if r < 0 or r >= len(self._ids) or self._ids[r] != node_id:
+        r = self.get(node_id)
+        if r is None:
             raise KeyError(node_id)
         return r
 

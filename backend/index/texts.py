@@ -10,12 +10,10 @@ from backend.types import Document, Layer, Node, NodeKind, Section
 SECTION_BODY_CHARS = 900
 
 
-def index_texts(
-    nodes: Iterable[Node], sections: dict[str, Section], documents: dict[str, Document], *, bodies_from: Iterable[Node] | None = None,
-) -> dict[str, str]:
+def index_texts(nodes: list[Node], sections: dict[str, Section], documents: dict[str, Document]) -> dict[str, str]:
     """node id -> its index text. A section's text holds the opening of its components' texts,
-    found among `nodes` (read twice then: a list or a view), or among `bodies_from` where given."""
-    body = section_bodies(nodes if bodies_from is None else bodies_from)
+    found among `nodes` (read twice: a list or a view)."""
+    body = section_bodies(nodes)
     return {n.id: index_text(n, sections, documents, body) for n in nodes}
 
 
