@@ -175,3 +175,33 @@ def test_without_entities_it_is_the_hybrid_ranking_and_says_so(service):
     assert [h.node_id for h in hits] == [h.node_id for h in hybrid]
     assert any("no entities" in note for note in trace.notes)
     assert isinstance(trace.steps[0], EntityStep) and trace.steps[0].entities == []
+
+
+def test_an_entity_many_components_mention_lends_each_of_them_less(service):
+    """A fan club's 40 paragraphs all name Shirley Temple: she is mentioned by 42 components, so each
+    gets sqrt(25 / 42) of her score as entity evidence (as a hub anchor passes on along its
+    relations); a component none of whose entities is a hub keeps its score to the digit."""
+    fan_club = [f"Shirley Temple fan club meeting {i} was held in hall {i} of the city." for i in range(40)]
+    corpus = build_corpus(service, {**FILMS, "Shirley_Temple_Fan_Club.pdf": fan_club}, titles=TITLES)
+    star = _entity(corpus, "Shirley Temple")
+    mentions = {corpus.component_of(u) for u in corpus.neighbour_ids(star, (EdgeKind.MENTIONS,))}
+    assert len(mentions) == 42  # the film, her own page and the 40 meetings
+    query = "What government position did Shirley Temple hold?"
+
+    def run(damp: int) -> tuple[dict[str, float], dict[str, str], dict[str, float]]:
+        hits, trace = _run(service, corpus, "mmgraph", top_k=60, params={"damp_mentions": damp}, query=query)
+        assert trace.params["damp_mentions"] == damp and len(hits) == len(FILMS) + len(fan_club)
+        step = next(s for s in trace.steps if isinstance(s, EntityStep))
+        return {h.node_id: h.score for h in hits}, {h.node_id: h.why for h in hits}, {e.node_id: e.score for e in step.entities}
+
+    full, why, matched = run(0)
+    damped, _why, _ = run(1)
+    assert star in matched
+    # A fan-club paragraph states no relation and names no other entity: the drop is the rule's.
+    club = [c for c in mentions if why[c] == "mentions Shirley Temple (matched)"
+            and corpus.documents[corpus.nodes.doc_of(c)].file_name == "Shirley_Temple_Fan_Club.pdf"]
+    assert len(club) >= 20
+    for c in club:
+        assert full[c] - damped[c] == pytest.approx(0.2 * matched[star] * (1 - (25 / 42) ** 0.5), abs=2e-6)
+    others = [c for c in full if c not in mentions]
+    assert len(others) == len(FILMS) - 2 and all(damped[c] == full[c] for c in others)
