@@ -61,7 +61,7 @@ from backend.types import (
 
 RRF_K = 10
 # The entity-backed flat ranking's entity weight: strata's summed tune R@5 is 3.139 with 0.3 and
-# 3.107 with MMGraphRAG's own default 0.2 (tatqa tune 0.908 -> 0.881), so it keeps 0.3. It keeps every
+# 3.107 with 0.2, MMGraphRAG's default then (tatqa tune 0.908 -> 0.881), so it keeps 0.3. It keeps every
 # mention's full entity score too: with MMGraphRAG's damped mention hubs its tatqa tune R@5 is 0.902 at
 # weights 0.3, 0.4 and 0.5, against 0.908 undamped.
 FLAT_ENTITY_WEIGHT = 0.3
