@@ -96,7 +96,7 @@ class TokenBudgetPacker:
                 continue
             # Phase 2: siblings under the same parent section (visual units first).
             siblings = [s for s in self.corpus.section_members(node.section or "") if s != anchor and s not in included]
-            siblings.sort(key=lambda s: (self.corpus.nodes.kind_of(s) == NodeKind.PARAGRAPH, abs(self.corpus.nodes[s].order - node.order)))
+            siblings.sort(key=lambda s: (self.corpus.nodes.kind_of(s) == NodeKind.PARAGRAPH, abs(self.corpus.nodes.order_of(s) - node.order)))
             for s in siblings:
                 add(s, "sibling", anchor, with_headers=False)
             # Phase 3: semantic associates (visual units elsewhere in the document).

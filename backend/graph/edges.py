@@ -171,12 +171,6 @@ class EdgeTable:
         rows = np.flatnonzero(np.isin(self._kind, [_KIND_CODE[k] for k in kinds]))
         return [self._edge(i) for i in rows]
 
-    def ends(self, kind: EdgeKind) -> Iterator[tuple[str, str]]:
-        """(src, dst) of every edge of that kind, in the order they were added, without records."""
-        ids = self._ids
-        for i in np.flatnonzero(self._kind == _KIND_CODE[kind]):
-            yield ids[self._src[i]], ids[self._dst[i]]
-
     def degree(self, node_id: str) -> int:
         """How many edges start or end at `node_id`."""
         code = self._code.get(node_id)

@@ -218,6 +218,12 @@ class NodeTable(Mapping[str, Node]):
     def text_of(self, node_id: str) -> str:
         return self._text_at(self.rows[node_id])
 
+    def page_of(self, node_id: str) -> int:
+        return self._page[self.rows[node_id]]
+
+    def order_of(self, node_id: str) -> int:
+        return self._order[self.rows[node_id]]
+
     def doc_at(self, row: int) -> str:
         return self._docs[self._doc[row]]
 

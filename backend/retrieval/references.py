@@ -171,7 +171,7 @@ def named_in(corpus, doc_id: str, refs: References) -> tuple[set[int], set[str]]
 def _page_anchor(corpus, doc_id: str, page: int, rank_of: dict[str, int], question_vector: Callable[[], np.ndarray] | None) -> str | None:
     """The unit to stand for a named page: the strategy's best-ranked unit on it, else the page's
     component nearest the question, else its first in reading order."""
-    on_page = [c for c in corpus.components_by_doc.get(doc_id, []) if corpus.nodes[c].page == page]
+    on_page = [c for c in corpus.components_by_doc.get(doc_id, []) if corpus.nodes.page_of(c) == page]
     if not on_page:
         return None
     ranked = [c for c in on_page if c in rank_of]
@@ -182,7 +182,7 @@ def _page_anchor(corpus, doc_id: str, page: int, rank_of: dict[str, int], questi
     if question_vector is not None and rows:
         sims = dense.scores_of(np.asarray(rows), question_vector())
         return dense.ids[rows[int(np.argmax(sims))]]
-    return min(on_page, key=lambda c: corpus.nodes[c].order)
+    return min(on_page, key=corpus.nodes.order_of)
 
 
 def place_references(corpus, question: str, hits: list[ScoredNode], top_k: int, trace: Trace,

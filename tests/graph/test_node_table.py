@@ -54,6 +54,8 @@ def test_one_field_readers_agree_with_the_records():
     for n in NODES:
         assert table.doc_of(n.id) == n.doc and table.parent_of(n.id) == n.parent and table.section_of(n.id) == n.section
         assert table.layer_of(n.id) is n.layer and table.kind_of(n.id) is n.kind and table.text_of(n.id) == n.text
+        assert table.page_of(n.id) == n.page and table.order_of(n.id) == n.order
+    assert len({n.page for n in NODES}) > 1 and len({n.order for n in NODES}) > 1  # the readers are told apart
     assert table.rows_of_layer(Layer.COMPONENT) == [2, 4, 5, 7]
     assert table.rows_of_kind(NodeKind.SECTION) == [1]
     assert table.kind_counts() == {NodeKind.DOCUMENT: 1, NodeKind.SECTION: 1, NodeKind.TABLE: 1, NodeKind.ROW: 1,
