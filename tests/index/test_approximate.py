@@ -139,8 +139,11 @@ def test_every_method_answers_over_approximate_layers_and_the_files_follow_the_s
         for q in SAMPLE_QUESTIONS[:5]:
             a = exact_svc.retriever(method, sample_corpus, llm=llm).retrieve(q, 10, {}, Trace(method=method))
             b = approx_svc.retriever(method, approx, llm=llm).retrieve(q, 10, {}, Trace(method=method))
-            # every list searched, every row a candidate at this size: only the 8-bit codes differ
-            assert b and a[0].node_id == b[0].node_id, (method, q)
+            # every list searched, every row a candidate at this size: only the 8-bit codes differ, so
+            # the top-1 is the exact one, or one the exact ranking has within 0.005 of it (a near tie
+            # the codes can flip: mmgraph's p14 0.8976 and p8 0.8967 on the canopy question)
+            exact = {h.node_id: h.score for h in a}
+            assert b and (a[0].node_id == b[0].node_id or exact.get(b[0].node_id, -1.0) >= a[0].score - 0.005), (method, q)
 
     read: list[int] = []
     original = WorkspaceStore.layer_vectors
