@@ -119,15 +119,15 @@ class MMGraphRetriever(Retriever):
                 followed[sig] = max(followed.get(sig, 0.0), score)
 
         # 3. The components the reached entities come from.
-        entity_term, best_entity = self._evidence(reached, followed, comps, bool(p.damp_mentions))
+        entity_term, best_entity, hubs = self._evidence(reached, followed, comps, bool(p.damp_mentions))
         final = weight * entity_term + (1 - weight) * own
         results = top_scored(comps.ids, final, top_k, "hybrid")
-        results = [self._explain(r, best_entity, via) for r in results]
+        results = [self._explain(r, best_entity, via, hubs) for r in results]
 
         # The trace's best reached components; records for those only (an entity named across thousands
         # of documents reaches thousands of components).
         shown = heapq.nsmallest(TRACE_COMPONENTS, ((-round(float(final[comps.dense.row[c]]), 6), c) for c in best_entity))
-        reached_components = [ScoredNode(node_id=c, score=-neg, why=self._why(best_entity[c], via)) for neg, c in shown]
+        reached_components = [ScoredNode(node_id=c, score=-neg, why=self._why(best_entity[c], via, hubs)) for neg, c in shown]
         trace.add(EntityStep(
             mode=mode,
             entities=[EntityHit(node_id=a.node_id, name=corpus.nodes.text_of(a.node_id), score=a.score) for a in anchors],
@@ -138,9 +138,9 @@ class MMGraphRetriever(Retriever):
         return results
 
     def _evidence(self, reached: dict[str, float], followed: dict[tuple[str, str, str], float],
-                  comps, damp_mentions: bool) -> tuple[np.ndarray, dict[str, str]]:
-        """e(c) for every component (n_components,), and the entity that gave it to each component
-        an entity reaches. With `damp_mentions`, an entity that many components mention passes on
+                  comps, damp_mentions: bool) -> tuple[np.ndarray, dict[str, str], dict[str, int]]:
+        """e(c) for every component (n_components,), the entity that gave it to each component an
+        entity reaches, and the damped hubs with the number of components that mention each. With `damp_mentions`, an entity that many components mention passes on
         sqrt(HUB_RELATIONS / mentions) of its score to each, as a hub anchor does along its
         relation edges: "Company", reached from a matched ratio over a broad edge, is named by most
         components of a 160-page filing and says little about any one of them."""
@@ -152,7 +152,8 @@ class MMGraphRetriever(Retriever):
                 if comp in comps.dense.row:
                     mentioned_by[comp].add(ent)
         mentions: Counter[str] = Counter(e for ents in mentioned_by.values() for e in ents)
-        value = {e: reached[e] * (min(1.0, math.sqrt(HUB_RELATIONS / max(1, mentions[e]))) if damp_mentions else 1.0) for e in reached}
+        hubs = {e: mentions[e] for e in reached if damp_mentions and mentions[e] > HUB_RELATIONS}
+        value = {e: reached[e] * (math.sqrt(HUB_RELATIONS / hubs[e]) if e in hubs else 1.0) for e in reached}
         followed_to: dict[str, set[str]] = defaultdict(set)
         for src, dst, _rel in followed:
             followed_to[src].add(dst)
@@ -164,14 +165,17 @@ class MMGraphRetriever(Retriever):
             best = max(ents, key=lambda e: (value[e], e))
             best_entity[comp] = best
             entity_term[comps.dense.row[comp]] = min(1.0, value[best] + (RELATION_BONUS if comp in states else 0.0))
-        return entity_term, best_entity
+        return entity_term, best_entity, hubs
 
-    def _why(self, entity: str, via: dict[str, str]) -> str:
+    def _why(self, entity: str, via: dict[str, str], hubs: dict[str, int]) -> str:
         name = self.corpus.nodes.text_of(entity)
         how = via.get(entity, "matched")
-        return f"mentions {name} (matched)" if how == "matched" else f"mentions {name}, related to {how}"
+        why = f"mentions {name} (matched)" if how == "matched" else f"mentions {name}, related to {how}"
+        if entity in hubs:
+            why += f"; a hub: {hubs[entity]} components name it, each gets {math.sqrt(HUB_RELATIONS / hubs[entity]):.2f} of its score"
+        return why
 
-    def _explain(self, hit: ScoredNode, best_entity: dict[str, str], via: dict[str, str]) -> ScoredNode:
+    def _explain(self, hit: ScoredNode, best_entity: dict[str, str], via: dict[str, str], hubs: dict[str, int]) -> ScoredNode:
         if hit.node_id not in best_entity:
             return ScoredNode(node_id=hit.node_id, score=hit.score, why="hybrid (no matched entity)")
-        return ScoredNode(node_id=hit.node_id, score=hit.score, why=self._why(best_entity[hit.node_id], via))
+        return ScoredNode(node_id=hit.node_id, score=hit.score, why=self._why(best_entity[hit.node_id], via, hubs))

@@ -195,7 +195,7 @@ def test_an_entity_many_components_mention_lends_each_of_them_less(service):
         return {h.node_id: h.score for h in hits}, {h.node_id: h.why for h in hits}, {e.node_id: e.score for e in step.entities}
 
     full, why, matched = run(0)
-    damped, _why, _ = run(1)
+    damped, damped_why, _ = run(1)
     assert star in matched
     # A fan-club paragraph states no relation and names no other entity: the drop is the rule's.
     club = [c for c in mentions if why[c] == "mentions Shirley Temple (matched)"
@@ -203,5 +203,6 @@ def test_an_entity_many_components_mention_lends_each_of_them_less(service):
     assert len(club) >= 20
     for c in club:
         assert full[c] - damped[c] == pytest.approx(0.2 * matched[star] * (1 - (25 / 42) ** 0.5), abs=2e-6)
+        assert damped_why[c] == "mentions Shirley Temple (matched); a hub: 42 components name it, each gets 0.77 of its score"
     others = [c for c in full if c not in mentions]
     assert len(others) == len(FILMS) - 2 and all(damped[c] == full[c] for c in others)
