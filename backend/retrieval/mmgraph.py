@@ -140,10 +140,12 @@ class MMGraphRetriever(Retriever):
     def _evidence(self, reached: dict[str, float], followed: dict[tuple[str, str, str], float],
                   comps, damp_mentions: bool) -> tuple[np.ndarray, dict[str, str], dict[str, int]]:
         """e(c) for every component (n_components,), the entity that gave it to each component an
-        entity reaches, and the damped hubs with the number of components that mention each. With `damp_mentions`, an entity that many components mention passes on
-        sqrt(HUB_RELATIONS / mentions) of its score to each, as a hub anchor does along its
-        relation edges: "Company", reached from a matched ratio over a broad edge, is named by most
-        components of a 160-page filing and says little about any one of them."""
+        entity reaches, and the damped hubs (entity -> components that mention it).
+
+        With `damp_mentions`, an entity that more than HUB_RELATIONS components mention passes on
+        sqrt(HUB_RELATIONS / mentions) of its score to each, as a hub anchor does along its relation
+        edges: "Company", reached from a matched ratio over a broad edge, is named by most components
+        of a 160-page filing and says little about any one of them."""
         corpus = self.corpus
         mentioned_by: dict[str, set[str]] = defaultdict(set)  # component -> reached entities it mentions
         for ent in reached:
