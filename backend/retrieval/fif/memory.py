@@ -84,8 +84,8 @@ class DocumentRowMaps:
         return [corpus.documents[d].title for d in docs if d in corpus.documents and d != own]
 
     def _doc_of(self, node_id: str) -> str:
-        node = self.corpus.nodes.get(node_id)
-        return node.doc if node is not None else ""
+        nodes = self.corpus.nodes
+        return nodes.doc_of(node_id) if node_id in nodes else ""
 
 
 def max_into(values: np.ndarray, rows: np.ndarray, size: int) -> np.ndarray:

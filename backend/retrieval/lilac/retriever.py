@@ -171,17 +171,17 @@ def component_neighbours(corpus: Corpus, comp_id: str, li: LateInteraction, per_
     (either direction) reaches that document's `per_doc` best components for this query."""
     ga = li.arrays
     out: dict[int, str] = {}
+    nodes = corpus.nodes
     for edge, other in corpus.neighbours(comp_id, NAV_EDGES):
-        node = corpus.nodes.get(other)
-        if node is None:
+        if other not in nodes:
             continue
         if other in ga.comp_row:
             out.setdefault(ga.comp_row[other], edge.kind.value)
-        elif node.kind == NodeKind.DOCUMENT:
+        elif nodes.kind_of(other) == NodeKind.DOCUMENT:
             for r in best_of_document(ga, li, other, per_doc):
                 out.setdefault(int(r), "doc_link")
-        elif node.parent in ga.comp_row:  # a link landing on a subcomponent
-            out.setdefault(ga.comp_row[node.parent], edge.kind.value)
+        elif nodes.parent_of(other) in ga.comp_row:  # a link landing on a subcomponent
+            out.setdefault(ga.comp_row[nodes.parent_of(other)], edge.kind.value)
     # Links between documents also count from the other side: components elsewhere that link to
     # this component's document.
     doc = corpus.nodes.doc_of(comp_id)
