@@ -4,9 +4,11 @@ A bridge question's second document is usually named in the first one's text (".
 Marion, South Australia"), whether or not the PDF carries a link annotation to it. On a
 300-document dev-hotpot-pdf slice (bench/RESULTS.md, issue 10), 9 of the 13 bridge pages the
 page baseline missed had their title written in the other gold page. This module finds such
-mentions with a title index: every document title, and the title without a trailing
-parenthetical qualifier ("122nd Division (Imperial Japanese Army)" -> "122nd Division"),
-matched as a whole run of words that starts with a capital letter or a digit (a title named
+mentions with a title index: every document title, the title without a trailing
+parenthetical qualifier ("122nd Division (Imperial Japanese Army)" -> "122nd Division"), and
+the title before its first comma, the other way a wiki qualifies a name ("Summerlin, Nevada"
+is written "located in Summerlin, Clark County, Nevada"; "Boston, Lincolnshire" is "4 mi
+south-west from Boston"), matched as a whole run of words that starts with a capital letter or a digit (a title named
 in running text is a proper name). Titles of one short or lower-case word are left out: they
 would match everywhere. Nothing here is tuned on a collection.
 """
@@ -50,7 +52,8 @@ class TitleIndex:
 
 def _title_forms(title: str) -> set[tuple[str, ...]]:
     forms = set()
-    for form in {title, QUALIFIER.sub("", title)}:
+    bare = QUALIFIER.sub("", title)
+    for form in {title, bare, bare.split(",")[0]}:
         words = tuple(w.lower() for w in WORD.findall(form))
         if not words or len(words) > MAX_TITLE_WORDS:
             continue

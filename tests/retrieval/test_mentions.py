@@ -35,3 +35,13 @@ def test_short_or_long_titles_and_the_own_document_are_left_out():
     assert index.mentioned("Westminster School, Adelaide opened in 1961.", exclude="westminster") == []
     assert index.mentioned("A very long title of a research paper that nobody writes out in running text") == []
     assert index.mentioned("Nokia, Nokia and Marion, South Australia", limit=1) == ["nokia"]
+
+
+def test_the_name_before_a_comma_qualifier_is_a_title_too():
+    """A wiki qualifies a place's title with a comma ("Summerlin, Nevada") and its pages write the
+    name alone ("located in Summerlin, Clark County, Nevada"); a short name stays out as before."""
+    index = build_title_index({**TITLES, "summerlin": "Summerlin, Nevada", "rome": "Rome, Georgia"})
+    assert index.mentioned("A school located in Summerlin, Clark County, Nevada.") == ["summerlin"]
+    assert index.mentioned("It lies 4 mi from Marion, and 2 mi from the sea.") == ["marion"]
+    assert index.mentioned("Founded as Westminster School in 1961.") == ["westminster"]
+    assert index.mentioned("Rome was not built in a day.") == [], "a one-word name under five letters matches everywhere"
