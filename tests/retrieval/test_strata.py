@@ -111,3 +111,51 @@ def test_chains_reach_the_fourth_page_of_a_four_hop_question(service):
     docs_ranked = [doc_of(corpus, h.node_id) for h in hits]
     assert docs_ranked[:4] == ["Moonlit_Harbor.pdf", "Elena_Varga.pdf", "Kestrel_Falls.pdf", "River_Osk.pdf"], docs_ranked
     assert hits[3].why == f"linked from {hits[2].node_id}"
+
+
+SCHOOLS = {
+    "Westminster_School,_Adelaide.pdf": [
+        "Westminster School is a boarding school opened by the Prime Minister Robert Menzies in 1961 and named after "
+        "Westminster School in London. It is located at Marion, South Australia."],
+    "Marion,_South_Australia.pdf": ["Marion is a local government area whose council sits at Sturt, south of Adelaide."],
+    "Scotch_College.pdf": ["Scotch College is a boarding school in Perth, opened in 1897 by the Presbyterian church."],
+    "Menzies_Lectures.pdf": ["The Prime Minister gave lectures on schools and boarding in London and Australia."],
+    "City_Founding.pdf": ["Many Australian cities were founded in the nineteenth century by settlers from London."],
+}
+SCHOOLS_QUESTION = "Which city contains the boarding school opened by a Prime Minister and named after a school in London?"
+
+
+def test_a_named_page_is_placed_after_its_anchor_even_when_the_anchor_matches_every_subquery_best(service):
+    """The rules decomposition leaves most of the question in each part, and the school's page
+    matches both parts best, so the city's page adds to neither; in a web of pages the hop the
+    school's page makes (it names "Marion, South Australia") places the city right after it."""
+    corpus = build_corpus(service, SCHOOLS)
+    hits, trace = _run(service, corpus, SCHOOLS_QUESTION, 4)
+    docs = [doc_of(corpus, h.node_id) for h in hits]
+    assert docs.index("Marion,_South_Australia.pdf") == docs.index("Westminster_School,_Adelaide.pdf") + 1, docs
+    beam = next(s for s in trace.steps if isinstance(s, BeamStep))
+    (edge,) = [e for e in beam.edges if doc_of(corpus, e.dst) == "Marion,_South_Australia.pdf"]
+    assert edge.one_sided, "the city adds to no subquery: placed on the hop alone"
+    assert len(edge.matches) > 1, "the question was decomposed"
+
+
+def test_a_leading_result_placed_as_a_partner_still_makes_its_own_first_hop(service):
+    """The remake's page names the 1974 special, a leading result of its own, which is placed right
+    after the remake; the special names its producer, which adds to no subquery but is its first
+    hop, so it follows the special as it would have followed the special ranked on its own."""
+    docs = {
+        "The_Year_Without_a_Santa_Claus_(2006_film).pdf": [
+            "The Year Without a Santa Claus is a 2006 television film, a remake of The Year Without a Santa Claus."],
+        "The_Year_Without_a_Santa_Claus.pdf": [
+            "The Year Without a Santa Claus is a 1974 Christmas stop motion television special produced by Rankin/Bass Productions."],
+        "Rankin/Bass_Productions.pdf": ["Rankin/Bass Productions is an American company in New York founded in 1960."],
+        "Santa_Claus_in_film.pdf": ["Santa Claus appears in many Christmas films and television specials every year."],
+        "Christmas_Specials.pdf": ["A list of the best known Christmas television specials and the work of their producers."],
+    }
+    corpus = build_corpus(service, docs)
+    question = "For what type of work is the production company for The Year Without a Santa Claus best known?"
+    hits, trace = _run(service, corpus, question, 5)
+    ranked = [doc_of(corpus, h.node_id) for h in hits]
+    special = ranked.index("The_Year_Without_a_Santa_Claus.pdf")
+    assert ranked[special + 1] == "Rankin/Bass_Productions.pdf", ranked
+    assert hits[special + 1].why == f"linked from {hits[special].node_id}"
