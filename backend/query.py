@@ -31,7 +31,7 @@ from backend.reader import EvidenceReader, subqueries_of
 from backend.retrieval.base import Retriever
 from backend.retrieval.names import named_first
 from backend.retrieval.references import place_references
-from backend.retrieval.traits import is_template_corpus
+from backend.retrieval.traits import is_long_separate_corpus, is_template_corpus
 from backend.types import (
     Answer,
     AskResult,
@@ -118,6 +118,8 @@ class QueryPipeline:
         if retriever.follows_references:
             if is_template_corpus(self.corpus):
                 hits = named_first(self.corpus, question, hits, trace)
+            elif is_long_separate_corpus(self.corpus):
+                hits = named_first(self.corpus, question, hits, trace, "Long documents that do not lead to one another")
             hits = place_references(self.corpus, question, hits, top_k, trace, lambda: self.question_vectors(question)[0])
         trace.llm_calls, trace.llm_tokens = self.llm.usage.snapshot()
         trace.notes.extend(n for n in getattr(self.llm.usage, "notes", []) if n not in trace.notes)

@@ -43,9 +43,11 @@ def _id(*parts: str) -> str:
     return hashlib.sha1("/".join(parts).encode()).hexdigest()[:12]
 
 
-def build_corpus(service, docs: dict[str, list[str]], links: list[tuple[str, int, str]] = (), *, labels: bool = False) -> Corpus:
+def build_corpus(service, docs: dict[str, list[str]], links: list[tuple[str, int, str]] = (), *, labels: bool = False,
+                 pages: int = 1) -> Corpus:
     """docs: file name -> paragraphs; links: (file, paragraph index, target file). labels: a
-    paragraph that opens with "Figure N:" or "Table N:" is labelled so, as the parser labels a caption."""
+    paragraph that opens with "Figure N:" or "Table N:" is labelled so, as the parser labels a caption.
+    pages: every document's page count (its paragraphs are all on page 1), for traits that read it."""
     documents, sections, nodes, edges, doc_links = [], [], [], [], []
     texts: dict[str, list[str]] = {"text": [], "sub": []}
     owners: dict[str, list[str]] = {"text": [], "sub": []}
@@ -53,8 +55,8 @@ def build_corpus(service, docs: dict[str, list[str]], links: list[tuple[str, int
         doc_id = _id(name)
         title = name.removesuffix(".pdf").replace("_", " ")
         documents.append(Document(
-            id=doc_id, file_name=name, title=title, pages=1, sha256=_id(name, "sha"), bytes=1, card=title,
-            summary=paragraphs[0] if paragraphs else "", hierarchy_source="flat", page_sizes=[(612.0, 792.0)],
+            id=doc_id, file_name=name, title=title, pages=pages, sha256=_id(name, "sha"), bytes=1, card=title,
+            summary=paragraphs[0] if paragraphs else "", hierarchy_source="flat", page_sizes=[(612.0, 792.0)] * pages,
         ))
         sec_id = f"{doc_id}:s0"
         sections.append(Section(id=sec_id, doc=doc_id, title=title, level=0, parent=None, path=[title], page=1, bbox=None,

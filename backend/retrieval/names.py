@@ -5,16 +5,25 @@ A document's names are the words that are its own: its NAMES_PER_DOC words of hi
 tf x idf (count in the document x log(documents / documents using the word)), among the words
 it uses at least NAME_MIN_COUNT times that at most MAX_DOC_SHARE of the documents use. In a pile
 of 10-Q filings "Apple", "iPhone" and "NVIDIA" are names (NVIDIA's cover names it only in a
-logo); "Services" or "Center", which several companies' filings use, are not. A question word names documents only when it is
-capitalised in the question and not its first word, as names are written.
+logo); "Services" or "Center", which several companies' filings use, are not. A question word
+names documents only when it is capitalised in the question, not the first word of a sentence
+("... in FY 2021? Answer in millions.") and not the word of a page reference ("in Page 5"), as
+names are written.
 
-Where it acts (QueryPipeline.retrieve, for the strategies that follow references): on a corpus
-whose documents share one boilerplate (traits.is_template_corpus), the named documents' units
-go first in the strategy's own order, then the rest. There the documents differ by whose they
-are (issuer, period) and a question names whose it asks about: on dev-docugami-10q every
-question names its company, and the companies' filings are interchangeable to a similarity
-score. Elsewhere a question's evidence may be in a document it does not name (the second hop
-of a bridge question), and nothing changes.
+Where it acts (QueryPipeline.retrieve, for the strategies that follow references), the named
+documents' units go first in the strategy's own order, then the rest:
+- on a corpus whose documents share one boilerplate (traits.is_template_corpus). There the
+  documents differ by whose they are (issuer, period) and a question names whose it asks about:
+  on dev-docugami-10q every question names its company, and the companies' filings are
+  interchangeable to a similarity score;
+- on long documents that do not lead to one another (traits.is_long_separate_corpus: reports,
+  papers, filings, manuals). A question picks one by name ("for COSTCO in FY2021", "RAPTOR",
+  "Lufthansa"), and the other reports say the same things about their own subjects: on
+  dev-mmlongbench's tune half every strategy that follows references gains (bench/RESULTS.md).
+Elsewhere nothing changes: in a web of pages the second hop of a bridge question is a document
+the question does not name, and in a pile of one-table reports (dev-tatqa-pdf) the capitalised
+words are table rows ("Deferred charges", "EBITDA"), whose documents are look-alikes: there
+the tune half lost 0.013-0.021 with names first in every strategy.
 """
 
 from __future__ import annotations
@@ -25,12 +34,14 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from backend.index.lexical import tokenize
+from backend.retrieval.references import PAGE_RE
 from backend.types import RankStep, ScoredNode, Trace
 
 NAMES_PER_DOC = 25  # a document's names: its words of highest count x log(documents / documents using it)
 NAME_MIN_COUNT = 3
 MAX_DOC_SHARE = 0.5  # a word used in more than half the documents names none of them
 WORD = re.compile(r"[^\W_]+", re.UNICODE)
+SENTENCE_START = re.compile(r"^\W*$|.*[.?!:;\n][\s\"'`(\[]*$", re.DOTALL)  # nothing but a sentence end before the word
 MIN_WORD_CHARS = 3
 
 
@@ -62,9 +73,13 @@ def _count_names(corpus) -> DocumentNames:
 
 
 def question_names(question: str) -> dict[str, str]:
-    """The question's words written as names (with a capital letter, not the first word): BM25's
-    stemmed token -> the word as the question writes it ("appl" -> "Apple")."""
-    words = [w for w in WORD.findall(question)[1:] if any(ch.isupper() for ch in w)]
+    """The question's words written as names (with a capital letter, not the first word of a
+    sentence, not the word of a page reference): BM25's stemmed token -> the word as the question
+    writes it ("appl" -> "Apple"). "... in FY 2021? Answer in millions." and "in Page 5" name
+    nothing: a question often ends with an instruction, and pages are found by references.py."""
+    text = PAGE_RE.sub(" ", question)
+    words = [m.group(0) for m in WORD.finditer(text)
+             if any(ch.isupper() for ch in m.group(0)) and not SENTENCE_START.match(text[: m.start()])]
     out: dict[str, str] = {}
     for word, tokens in zip(words, tokenize(words) if words else [], strict=True):
         for t in tokens:
@@ -81,9 +96,10 @@ def named_documents(corpus, question: str) -> tuple[dict[str, list[str]], set[st
     return found, {d for docs in found.values() for d in docs}
 
 
-def named_first(corpus, question: str, hits: list[ScoredNode], trace: Trace) -> list[ScoredNode]:
+def named_first(corpus, question: str, hits: list[ScoredNode], trace: Trace, corpus_kind: str = "Template corpus") -> list[ScoredNode]:
     """`hits` with the units of the documents the question names first, each part in the
-    strategy's order; unchanged when it names none (or only documents the hits do not hold)."""
+    strategy's order; unchanged when it names none (or only documents the hits do not hold).
+    corpus_kind: why this corpus is one where names decide, for the trace's note."""
     found, docs = named_documents(corpus, question)
     if not docs:
         return hits
@@ -98,7 +114,7 @@ def named_first(corpus, question: str, hits: list[ScoredNode], trace: Trace) -> 
     files = sorted({corpus.documents[d].file_name for d in docs})
     trace.add(RankStep(label="Units of the documents the question names, first", index="names", candidates=out[:len(first)][:30]))
     trace.notes.append(
-        f"Template corpus: the question names {', '.join(repr(w) for w in found)}, a name of {len(files)} document(s) "
+        f"{corpus_kind}: the question names {', '.join(repr(w) for w in found)}, a name of {len(files)} document(s) "
         f"({', '.join(files[:6])}{' ...' if len(files) > 6 else ''}); their units go first."
     )
     return out

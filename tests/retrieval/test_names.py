@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from backend.retrieval.names import document_names, named_documents, question_names
-from backend.retrieval.traits import is_template_corpus
+from backend.retrieval.traits import is_long_separate_corpus, is_short_separate_corpus, is_template_corpus
 from tests.fakes import FILMS, build_corpus
 
 BOILERPLATE = [
@@ -47,6 +47,44 @@ def test_only_the_words_a_question_writes_as_names_count(filings):
     found, docs = named_documents(filings, QUESTION)
     assert set(found) == {"GLOBEX"} and _files(filings, docs) == {"2023_Q1_GLOBEX.pdf", "2023_Q2_GLOBEX.pdf"}
     assert named_documents(filings, "Did the company repurchase globex hammocks?") == ({}, set())
+
+
+def test_a_sentence_s_first_word_and_a_page_reference_are_not_names():
+    assert question_names("what is total debt of COSTCO in FY 2021?Answer in millions.") == {"costco": "COSTCO"}
+    assert question_names("How many figures are in Pages 51-53 of the ACME manual? List them.") == {"acm": "ACME"}
+    assert question_names('Which is bigger, "Apple" or (Dell)? "Intel" is not asked.') == {"appl": "Apple", "dell": "Dell"}
+    assert question_names("How many people with scarf are there in  Page 5?") == {}
+
+
+REPORTS = {
+    "ACME_annual_report.pdf": ["ACME makes rocket skates and anvils for desert customers.",
+                               "ACME revenue grew as rocket skates sold in the desert.", "ACME anvils shipped late in winter."],
+    "GLOBEX_annual_report.pdf": ["GLOBEX builds hammocks and doomsday devices on its island.",
+                                 "GLOBEX hammocks were sold to resorts.", "GLOBEX devices were recalled after a storm."],
+    "INITECH_annual_report.pdf": ["INITECH writes banking software for regional lenders.",
+                                  "INITECH software revenue reached new banks.", "INITECH staplers were red."],
+    "Industry_review.pdf": ["Revenue of manufacturers grew this year as sales rose across the industry.",
+                            "Analysts expect revenue growth to slow next year.", "Sales of leisure goods rose."],
+}
+
+
+def test_long_separate_reports_put_the_named_company_s_report_first(service):
+    """Reports of many pages that do not lead to one another: "What was GLOBEX's revenue?" is
+    about GLOBEX's report, however well the industry review matches "revenue"; the same documents
+    as one-page tables are left in the strategy's order (their capitalised words are row labels)."""
+    question = "How did revenue grow at GLOBEX this year?"
+    long_reports = build_corpus(service, REPORTS, pages=40)
+    assert is_long_separate_corpus(long_reports) and not is_template_corpus(long_reports)
+    hits, trace = service._pipeline(long_reports, None, None).retrieve(
+        service.retriever("strata", long_reports), "strata", question, 6, {})
+    docs = [long_reports.nodes.doc_of(h.node_id) for h in hits]
+    assert _files(long_reports, docs[:3]) == {"GLOBEX_annual_report.pdf"}, _files(long_reports, docs)
+    assert any(getattr(s, "index", None) == "names" for s in trace.steps)
+    assert any(n.startswith("Long documents that do not lead to one another: the question names 'GLOBEX'") for n in trace.notes)
+    short = build_corpus(service, REPORTS)
+    assert is_short_separate_corpus(short) and not is_long_separate_corpus(short)
+    _, short_trace = service._pipeline(short, None, None).retrieve(service.retriever("strata", short), "strata", question, 6, {})
+    assert not any(getattr(s, "index", None) == "names" for s in short_trace.steps)
 
 
 def test_on_a_template_corpus_the_named_company_s_filings_come_first(service, filings):
