@@ -142,6 +142,36 @@ class BM25Index:
             return np.zeros(len(self.ids), dtype=np.float32)
         return np.asarray(self._bm25.get_scores(toks), dtype=np.float32)
 
+    def group_counts(self, group_of_row: np.ndarray, n_groups: int, min_count: int, block: int = 2048
+                     ) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """How many rows of each group (a document's units) use each word, from the index's own
+        postings (no text is tokenised again): (words by token id, groups using each token (V,),
+        and the (token, group, rows) triples with at least `min_count` rows). Rows of group -1
+        are left out. Read `block` tokens at a time, so the pairs held at once stay small."""
+        vocab = self._vocab
+        words = [""] * len(vocab)
+        for word, token in vocab.items():
+            words[token] = word
+        if not self.ids or not words:
+            empty = np.zeros(0, dtype=np.int64)
+            return words, np.zeros(len(words), dtype=np.int64), empty, empty, empty
+        indptr = np.asarray(self._bm25.scores["indptr"], dtype=np.int64)  # bm25s's "" token may have no column
+        indices = self._bm25.scores["indices"]
+        n_tokens = len(indptr) - 1
+        group_of_row = np.asarray(group_of_row, dtype=np.int64)
+        spread = np.zeros(len(words), dtype=np.int64)
+        kept: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = [(np.zeros(0, dtype=np.int64),) * 3]
+        for start in range(0, n_tokens, block):
+            end = min(n_tokens, start + block)
+            token = np.repeat(np.arange(end - start, dtype=np.int64), np.diff(indptr[start:end + 1]))
+            group = group_of_row[np.asarray(indices[indptr[start]:indptr[end]], dtype=np.int64)]
+            used = group >= 0
+            pairs, rows = np.unique(token[used] * n_groups + group[used], return_counts=True)
+            spread[start:end] = np.bincount(pairs // n_groups, minlength=end - start)
+            many = rows >= min_count
+            kept.append((pairs[many] // n_groups + start, pairs[many] % n_groups, rows[many]))
+        return words, spread, *(np.concatenate(parts) for parts in zip(*kept))
+
     def search(self, query: str, k: int) -> list[tuple[str, float]]:
         s = self.scores(query)
         if not len(s) or k <= 0:

@@ -104,3 +104,21 @@ def test_a_save_cleans_what_a_crashed_save_left_and_spares_a_running_one(tmp_pat
     assert not crashed.exists(), "the dead process's half-written index is removed"
     assert running.exists(), "a live process's save in progress is left alone"
     assert _mapped(BM25Index.cached(IDS, TEXTS, tmp_path))
+
+
+def test_group_counts_count_the_rows_of_each_group_that_use_a_word_built_or_mapped(tmp_path: Path):
+    """Rows a, b, c in group 0 and d (stop words only) in group 1, row e in no group: "revenu" is
+    used by two rows of group 0 (a and c), "servic" by two, "dividend" by one. Read in blocks of
+    one token, the counts are the same as in one block, and the same from the mapped file."""
+    ids, texts = IDS + ["e"], TEXTS + ["Revenue revenue revenue, said no group."]
+    groups = np.array([0, 0, 0, 1, -1])
+    BM25Index.cached(ids, texts, tmp_path)
+    for index in (BM25Index(ids, texts), BM25Index.cached(ids, texts, tmp_path)):
+        for block in (1, 2048):
+            words, spread, token, group, rows = index.group_counts(groups, 2, 1, block=block)
+            found = {(words[t], g): r for t, g, r in zip(token.tolist(), group.tolist(), rows.tolist())}
+            assert found[("revenu", 0)] == 2 and found[("servic", 0)] == 2 and found[("dividend", 0)] == 1
+            assert not any(g == 1 for _w, g in found), "group 1's only row has no word of its own"
+            assert spread[words.index("revenu")] == 1, "row e belongs to no group"
+            _, _, token2, _, rows2 = index.group_counts(groups, 2, 2, block=block)
+            assert sorted(words[t] for t in token2) == ["revenu", "servic"] and set(rows2.tolist()) == {2}
