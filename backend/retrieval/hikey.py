@@ -24,7 +24,7 @@ import numpy as np
 
 from backend.index.image import blend_visual, note_figures_as_text, visual_component_scores
 from backend.retrieval.base import Retriever, StrategyParams, param, register
-from backend.retrieval.scoring import QueryScores, fuse_minmax, minmax, order_rows
+from backend.retrieval.scoring import QueryScores, fuse_minmax, minmax, top_ordered
 from backend.types import DocScore, RankSectionsStep, RouteDocsStep, ScoredNode, SectionScore, Trace
 
 TRACE_SECTIONS = 30
@@ -116,7 +116,7 @@ class HiKEYRetriever(Retriever):
         np.maximum.at(best_unit, corpus.component_doc_rows[valid], unit_score[valid])
         evidence = minmax(best_unit)
         s_doc = p.card_weight * card + (1 - p.card_weight) * evidence
-        order = order_rows(s_doc, np.arange(len(s_doc)))
+        order = top_ordered(s_doc, np.arange(len(s_doc)), max(p.docs, 10))
         kept = [docs.ids[i] for i in order[: p.docs]]
         doc_score = {docs.ids[i]: float(s_doc[i]) for i in order[: p.docs]}  # stages 2 and 3 read the routed ones
         trace.add(

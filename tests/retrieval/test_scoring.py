@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 
-from backend.retrieval.scoring import fuse_minmax, minmax, order_rows, reciprocal_rank_fusion, top_rows, top_scored
+from backend.retrieval.scoring import fuse_minmax, minmax, order_rows, reciprocal_rank_fusion, top_ordered, top_rows, top_scored
 from tests.fakes import FILMS, build_corpus
 
 
@@ -33,6 +33,16 @@ def test_top_rows_breaks_ties_by_row_and_clips_k():
     assert order_rows(scores, np.array([3, 2, 0])).tolist() == [0, 2, 3]
     hits = top_scored(["a", "b", "c", "d", "e"], scores, 2, "why")
     assert [(h.node_id, h.score) for h in hits] == [("b", 0.9), ("e", 0.9)]
+
+
+def test_top_ordered_is_the_head_of_the_full_order_ties_at_the_cut_included():
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        n = int(rng.integers(1, 60))
+        scores = rng.integers(0, 5, size=n).astype(np.float32)  # many exact ties, at the cut too
+        rows = rng.permutation(n)[: int(rng.integers(1, n + 1))]
+        for k in (0, 1, 3, len(rows), len(rows) + 2):
+            assert np.array_equal(top_ordered(scores, rows, k), order_rows(scores, rows)[:k]), (scores, rows, k)
 
 
 def test_reciprocal_rank_fusion_takes_its_constant_from_the_caller():

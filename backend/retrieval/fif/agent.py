@@ -26,7 +26,7 @@ from backend.retrieval.fif.memory import (
     strategy_of,
 )
 from backend.retrieval.fif.scores import QuestionScores
-from backend.retrieval.scoring import SEED_WHY, filled_with_seeds, fused_with_seeds, order_rows, top_rows
+from backend.retrieval.scoring import SEED_WHY, filled_with_seeds, fused_with_seeds, top_ordered, top_rows
 from backend.types import AgentStep, DecomposeStep, ScoredNode, Strategy, SubQuery, Trace
 
 log = logging.getLogger(__name__)
@@ -225,7 +225,7 @@ class FiFAgent:
     def _choose_docs(self, query: str, target: str, strategy: Strategy, doc_sc: np.ndarray, rows: np.ndarray) -> list[str]:
         """The documents a hop keeps: the best by vector score, or the LLM's pick from the shortlist."""
         view, cfg, docs = self.view, self.cfg, self.corpus.documents
-        shortlist = order_rows(doc_sc, rows)[: cfg.shortlist]  # document rows, best first
+        shortlist = top_ordered(doc_sc, rows, cfg.shortlist)  # document rows, best first
         chosen = [int(r) for r in shortlist[: cfg.docs_per_hop]]
         if strategy.reasoning == "both" and self._calls_left() >= 3:  # this call, the components', the evaluator's
             cands = [T.DocCandidate(index=i, filename=docs[view.doc_ids[r]].file_name, title=docs[view.doc_ids[r]].title,
