@@ -24,6 +24,7 @@ TIE_SLACK = 8  # extra hits fetched so that ties at the k-th place can be ordere
 TRAIN_PER_LIST = 64  # k-means training rows per IVF list (FAISS warns under 39)
 MAX_LISTS = 2048  # training and adding grow with the lists: the 2.7M rows of a 100k-page workspace's three big layers built in ~4 min on 2 busy cores
 GPU_MAX_K = 2048  # FAISS GPU searches return at most this many rows
+FLOOR_PROBE_SHARE = 0.2  # of the probed lists, searched for a question's lowest row (Approximate.floor_probes)
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,14 @@ class Approximate:
 
     def applies(self, n_rows: int) -> bool:
         return self.rows > 0 and n_rows >= self.rows
+
+    def floor_probes(self, lists: int) -> int:
+        """Lists searched for a question's lowest row (the negated question's nearest): a fifth of
+        `probes`, at least one. It lies in the lists nearest the negated question: at 100k pages
+        a fifth of the probed lists found the same lowest score as all of them for every golden
+        question on both approximate layers (41 of 2,048 lists against 205; a tenth missed by up
+        to 0.022), at a fifth of the search (bench/RESULTS.md, 2026-11-25)."""
+        return max(1, math.ceil(self.probes(lists) * FLOOR_PROBE_SHARE))
 
     def probes(self, lists: int) -> int:
         """Lists searched per query: the share of them, at least one. The share was chosen on the
@@ -167,9 +176,13 @@ class VectorIndex:
     def vector(self, row: int) -> np.ndarray:
         return self.vectors(np.array([row]))[0]
 
-    def _search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """FAISS search of m queries (m, dim): (scores, rows), each (m, k), -1 rows where fewer."""
-        return self._index.search(np.ascontiguousarray(queries, dtype=np.float32), min(k, GPU_MAX_K) if self.on_gpu else k)
+    def _search(self, queries: np.ndarray, k: int, nprobe: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """FAISS search of m queries (m, dim): (scores, rows), each (m, k), -1 rows where fewer.
+        nprobe: lists to search in an IVF layer on the CPU, instead of its own (a GPU index keeps its own)."""
+        x = np.ascontiguousarray(queries, dtype=np.float32)
+        if nprobe is not None and not self.exact and not self.on_gpu:
+            return self._index.search(x, k, params=faiss.SearchParametersIVF(nprobe=nprobe))
+        return self._index.search(x, min(k, GPU_MAX_K) if self.on_gpu else k)
 
     def search(self, query: np.ndarray, k: int) -> list[tuple[str, float]]:
         """Top-k (node id, cosine) for one query vector (dim,)."""
@@ -220,7 +233,8 @@ class VectorIndex:
 
         Approximate, without reading every row: per query, its `candidates` nearest rows get
         their own score; every other row gets the layer's lowest score (found as the nearest row
-        to the negated query, so a min-max normaliser still sees the layer's range), as a hybrid
+        to the negated query in `Approximate.floor_probes` lists, so a min-max normaliser still
+        sees the layer's range), as a hybrid
         engine gives 0 to a document one of its searches did not return. The candidates keep
         their exact order; every other row ranks below them. (Every other row given the last
         candidate's score instead, an upper bound of its own, agreed less with exact search at
@@ -232,7 +246,7 @@ class VectorIndex:
         if self.exact:
             return self.matrix @ queries.T
         top_s, top_r = self._search(queries, min(n, self.approximate.candidates))
-        low_s, low_r = self._search(-queries, 1)
+        low_s, low_r = self._search(-queries, 1, self.approximate.floor_probes(self._cpu.nlist))
         out = np.empty((m, n), dtype=np.float32)  # filled a query at a time, handed back as (n, m)
         for j in range(m):
             found = top_r[j] >= 0

@@ -49,6 +49,7 @@ def test_a_layer_over_the_threshold_is_ivf_over_8_bit_codes_and_under_it_exact()
     assert approx.vector(7) == pytest.approx(x[7], abs=0.01)
     assert lists_for(999) == 15 and lists_for(10_000_000) == 2048 and lists_for(3) == 1
     assert [Approximate(share=0.1).probes(n) for n in (2048, 15, 1)] == [205, 2, 1]
+    assert [Approximate(share=0.1).floor_probes(n) for n in (2048, 15, 1)] == [41, 1, 1], "a fifth of the probes for the lowest row"
 
 
 def test_top_k_of_an_approximate_layer_searched_in_every_list_is_the_exact_top_k(layer):
@@ -77,6 +78,21 @@ def test_every_row_scores_hold_the_candidates_and_give_every_other_row_the_lowes
         assert s[rest].max() < s[cand].min(), "ranked below every candidate"
         both = index.scores_many(np.stack([q, -q]))
         assert np.array_equal(both[:, 0], s)
+
+
+def test_the_lowest_row_is_sought_in_a_fifth_of_the_probed_lists(layer):
+    """The candidates' search reads every probed list (here all 93); the lowest row's search a
+    fifth of them (19), and finds the same lowest score as a search of every list."""
+    import faiss
+
+    x, index = layer
+    lists = index._cpu.nlist
+    for q in _unit_rows(5, 32, seed=4):
+        faiss.cvar.indexIVF_stats.reset()
+        s = index.scores(q)
+        assert faiss.cvar.indexIVF_stats.nlist == lists + index.approximate.floor_probes(lists) == 93 + 19
+        every_list = -index._cpu.search(-q[None, :].astype(np.float32), 1)[0][0, 0]
+        assert s.min() == pytest.approx(every_list, abs=1e-6)
 
 
 def test_a_hybrid_over_an_approximate_layer_fuses_the_bm25_candidates_from_their_own_cosine(sample_corpus, service):
