@@ -8,8 +8,8 @@ mentions with a title index: every document title, the title without a trailing
 parenthetical qualifier ("122nd Division (Imperial Japanese Army)" -> "122nd Division"), and
 the title before its first comma, the other way a wiki qualifies a name ("Summerlin, Nevada"
 is written "located in Summerlin, Clark County, Nevada"; "Boston, Lincolnshire" is "4 mi
-south-west from Boston"), matched as a whole run of words that starts with a capital letter or a digit (a title named
-in running text is a proper name). Titles of one short or lower-case word are left out: they
+south-west from Boston"), matched as a whole run of words that starts with a capital letter
+or a digit (a title named in running text is a proper name). Titles of one short or lower-case word are left out: they
 would match everywhere. Nothing here is tuned on a collection.
 """
 
