@@ -180,8 +180,8 @@ def component_neighbours(corpus: Corpus, comp_id: str, li: LateInteraction, per_
         elif nodes.kind_of(other) == NodeKind.DOCUMENT:
             for r in best_of_document(ga, li, other, per_doc):
                 out.setdefault(int(r), "doc_link")
-        elif nodes.parent_of(other) in ga.comp_row:  # a link landing on a subcomponent
-            out.setdefault(ga.comp_row[nodes.parent_of(other)], edge.kind.value)
+        elif (parent := nodes.parent_of(other)) in ga.comp_row:  # a link landing on a subcomponent
+            out.setdefault(ga.comp_row[parent], edge.kind.value)
     # Links between documents also count from the other side: components elsewhere that link to
     # this component's document.
     doc = corpus.nodes.doc_of(comp_id)
