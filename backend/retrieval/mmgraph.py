@@ -1,10 +1,15 @@
 """MMGraphRAG's Entity2Entity retrieval (section 3.3) over the entity layer built at ingest
 (backend/graph/entities.py).
 
-1. Node selection: every entity is scored against the query, alpha * min-max(BM25) +
-   (1 - alpha) * min-max(cosine) over its name, type and description (in the subcomponent
-   encoder's space, which the entities are encoded in); the top-K are V_K (`top_entities`; the
-   paper's QA peaks near K = 10, its Figure 5).
+1. Node selection: the paper extracts the query's entities and matches them to the graph's.
+   Here the query's entities are the names it writes (quoted strings and capitalised word runs,
+   fif.rules.entity_spans), and every graph entity scores its best match to one of them,
+   alpha * min-max(BM25) + (1 - alpha) * min-max(cosine) over its name, type and description (in
+   the subcomponent encoder's space, which the entities are encoded in); the top-K are V_K
+   (`top_entities`; the paper's QA peaks near K = 10, its Figure 5). A question that writes no
+   name, or one asked of a template corpus (filings that all name the same companies), is matched
+   whole. Summed page R@5 of the dev tune halves 3.077 -> 3.105 with the names (check 3.153 ->
+   3.165; bench/RESULTS.md, 2026-11-25).
 2. Subgraph extraction (equation 18): narrow follows the relation edges among V_K (both ends in
    V_K); broad follows every relation edge of V_K one hop (one end in V_K) and so reaches new
    entities. An entity at the end of a followed edge scores the higher of its own match and
@@ -34,7 +39,9 @@ from typing import Any
 import numpy as np
 
 from backend.retrieval.base import Retriever, StrategyParams, param, register
+from backend.retrieval.fif.rules import entity_spans
 from backend.retrieval.scoring import top_scored
+from backend.retrieval.traits import is_template_corpus
 from backend.types import EdgeKind, EntityEdge, EntityHit, EntityStep, ScoredNode, Trace
 
 DECAY = 0.8  # score a neighbour reached over a broad edge inherits from its anchor
@@ -59,6 +66,11 @@ class MMGraphParams(StrategyParams):
         "halves with damped mentions (0.1: 3.074, 0.15: 3.067, 0.2: 3.064, 0.25: 3.050, 0.3: 3.000; within a question "
         "of each other up to 0.2). Before mentions were damped 0.2 was best (0.1: 2.727, 0.2: 2.777, 0.3: 2.711).",
     )
+    by_names: int = param(
+        1, 0, 1,
+        "1: entities are matched to the names the question writes (each name's best match; the whole question when it "
+        "names none, and on template corpora, where every filing names the same companies).",
+    )
     damp_mentions: int = param(
         1, 0, 1,
         "1: an entity many components mention passes on sqrt(25 / mentions) of its score to each, as a hub anchor "
@@ -79,7 +91,7 @@ class MMGraphRetriever(Retriever):
         k, broad, alpha, weight = p.top_entities, bool(p.broad), p.alpha, p.entity_weight
         mode = "broad" if broad else "narrow"
         trace.params.update({"top_entities": k, "broad": int(broad), "alpha": alpha, "entity_weight": weight,
-                             "damp_mentions": p.damp_mentions})
+                             "damp_mentions": p.damp_mentions, "by_names": p.by_names})
         corpus = self.corpus
         comps = corpus.layers["components"]
         if not comps.ids:
@@ -95,6 +107,10 @@ class MMGraphRetriever(Retriever):
 
         # 1. Node selection: V_K.  (n_entities,)
         ent_scores = sc.hybrid(entities, query, sc.encode(self.sub_encoder, [query])[0], alpha)
+        names = entity_spans(query) if p.by_names and not is_template_corpus(corpus) else []
+        if names:
+            ent_scores = sc.hybrid_many(entities, names, sc.encode(self.sub_encoder, names), alpha).max(axis=1)
+            trace.notes.append(f"Entities matched to the names the question writes: {', '.join(names)}.")
         anchors = top_scored(entities.ids, ent_scores, k, "entity match")
         matched = {a.node_id for a in anchors}
         reached: dict[str, float] = {a.node_id: a.score for a in anchors}

@@ -206,3 +206,24 @@ def test_an_entity_many_components_mention_lends_each_of_them_less(service):
         assert damped_why[c] == "mentions Shirley Temple (matched); a hub: 42 components name it, each gets 0.77 of its score"
     others = [c for c in full if c not in mentions]
     assert len(others) == len(FILMS) - 2 and all(damped[c] == full[c] for c in others)
+
+
+def test_entities_are_matched_to_the_names_the_question_writes(service, films):
+    """The paper matches the query's entities to the graph's. The question names "Kiss and Tell";
+    matched whole, its words "government position" also lift "Chief of Protocol", which the
+    question only describes (the answer, which no match should give away)."""
+    def anchors(by_names: int, query: str = QUESTION) -> tuple[dict[str, float], Trace]:
+        _hits, trace = _run(service, films, "mmgraph", params={"by_names": by_names}, query=query)
+        step = next(s for s in trace.steps if isinstance(s, EntityStep))
+        return {e.name: e.score for e in step.entities}, trace
+
+    whole, whole_trace = anchors(0)
+    named, named_trace = anchors(1)
+    assert named_trace.params["by_names"] == 1
+    assert any("names the question writes: Kiss and Tell" in n for n in named_trace.notes), named_trace.notes
+    assert not any("names the question writes" in n for n in whole_trace.notes)
+    assert max(named, key=named.get) == max(whole, key=whole.get) == "Kiss and Tell"
+    assert named.get("Chief of Protocol", 0.0) < whole["Chief of Protocol"]
+    # A question that writes no name is matched whole, as before.
+    unnamed = "what government position was held by the star of the comedy?"
+    assert anchors(1, unnamed)[0] == anchors(0, unnamed)[0]
