@@ -106,11 +106,12 @@ class MMGraphRetriever(Retriever):
             return results
 
         # 1. Node selection: V_K.  (n_entities,)
-        ent_scores = sc.hybrid(entities, query, sc.encode(self.sub_encoder, [query])[0], alpha)
         names = entity_spans(query) if p.by_names and not is_template_corpus(corpus) else []
         if names:
             ent_scores = sc.hybrid_many(entities, names, sc.encode(self.sub_encoder, names), alpha).max(axis=1)
             trace.notes.append(f"Entities matched to the names the question writes: {', '.join(names)}.")
+        else:
+            ent_scores = sc.hybrid(entities, query, sc.encode(self.sub_encoder, [query])[0], alpha)
         anchors = top_scored(entities.ids, ent_scores, k, "entity match")
         matched = {a.node_id for a in anchors}
         reached: dict[str, float] = {a.node_id: a.score for a in anchors}
