@@ -242,6 +242,15 @@ class NodeTable(Mapping[str, Node]):
             self._layer_row = array("i", [-1]) * len(self.ids)
         return LayerRows(self, ids, self._layer_row)
 
+    def layer_codes(self) -> np.ndarray:
+        """(n,) each node's layer as its position in `Layer` (a view of the column, no copy)."""
+        return np.frombuffer(self._layer, dtype=np.int8)
+
+    def parent_rows(self) -> np.ndarray:
+        """(n,) the row of each node's parent: -1 for a node without one, or whose parent is no node."""
+        value_rows = np.array([self.rows.get(v, -1) for v in self._parents] + [-1], dtype=np.int64)
+        return value_rows[np.asarray(self._parent, dtype=np.int64)]  # code -1 reads the -1 appended
+
     def kind_counts(self) -> dict[NodeKind, int]:
         counts = np.bincount(np.frombuffer(self._kind, dtype=np.int8), minlength=len(_KINDS))
         return {_KINDS[k]: int(n) for k, n in enumerate(counts) if n}

@@ -165,3 +165,11 @@ def test_the_store_reads_each_edge_as_a_row_with_the_values_of_its_record(worksp
     assert rows == list(edge_rows(records))
     assert any(r[4] for r in rows) and [r[3] for r in rows if r[3] != 1.0] == [0.375]
     assert EdgeTable(rows).of_kind(tuple(EdgeKind)) == [e for e in records]  # every kind, in stored order
+
+
+def test_the_ends_of_a_kind_are_numbered_as_the_table_numbers_them_in_the_order_added():
+    table = EdgeTable(EDGES, NODES)
+    for kinds in [(EdgeKind.MENTIONS,), (EdgeKind.NEXT, EdgeKind.XREF), (EdgeKind.CAPTION,)]:  # CAPTION: none
+        src, dst = table.ends(kinds)
+        expected = [(NODES.index(e.src), NODES.index(e.dst)) for e in EDGES if e.kind in kinds]
+        assert list(zip(src.tolist(), dst.tolist())) == expected, kinds

@@ -139,3 +139,12 @@ def test_layer_rows_answer_as_a_dict_of_the_layers_ids_would():
                 with pytest.raises(KeyError):
                     view[node_id]
     assert views["components"]["d2:p0"] == 2 and "d1:c1:r0" not in views["components"] and "ent:x" not in views["documents"]
+
+
+def test_layer_codes_and_parent_rows_are_the_one_field_readers_as_arrays():
+    table = NodeTable(NODES)
+    assert table.layer_codes().tolist() == [list(Layer).index(n.layer) for n in NODES]
+    assert table.parent_rows().tolist() == [table.rows[n.parent] if n.parent else -1 for n in NODES]
+    assert table.parent_rows()[table.rows["d1:c1:r0"]] == table.rows["d1:c1"]
+    orphan = NodeTable([*NODES, Node(id="d3:r0", layer=Layer.SUBCOMPONENT, kind=NodeKind.ROW, doc="d3", text="x", parent="gone")])
+    assert orphan.parent_rows()[-1] == -1  # a parent that is no node

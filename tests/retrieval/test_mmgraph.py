@@ -227,3 +227,64 @@ def test_entities_are_matched_to_the_names_the_question_writes(service, films):
     # A question that writes no name is matched whole, as before.
     unnamed = "what government position was held by the star of the comedy?"
     assert anchors(1, unnamed)[0] == anchors(0, unnamed)[0]
+
+
+def test_the_mention_index_holds_what_reading_each_mention_gives(service, films):
+    """The components an entity is mentioned in, from the corpus-wide index (array maths once per
+    corpus), are the ones reading its MENTIONS edges one by one gives: a sentence's mention counts
+    for its paragraph."""
+    from backend.retrieval.mmgraph import mention_index
+
+    index = mention_index(films)
+    comps = films.layers["components"]
+    entities = [n for n in films.nodes if films.nodes.kind_of(n) == NodeKind.ENTITY]
+    assert entities
+    for ent in entities:
+        by_reading = sorted({comps.dense.row[c] for c in (films.component_of(u) for u in films.neighbour_ids(ent, (EdgeKind.MENTIONS,)))
+                             if c in comps.dense.row})
+        assert index.of(films.nodes.rows[ent]).tolist() == by_reading, films.nodes.text_of(ent)
+    star = films.nodes.rows[_entity(films, "Shirley Temple")]
+    assert {films.nodes.doc_of(comps.ids[r]) for r in index.of(star)} == {
+        d for d, doc in films.documents.items() if doc.file_name in ("Kiss_and_Tell_1945_film.pdf", BRIDGE_DOC)}
+    # A node that mentions nothing (a paragraph) has no components.
+    assert index.of(films.nodes.rows[comps.ids[0]]).tolist() == []
+
+
+def test_the_trace_s_reached_components_are_the_best_by_rounded_score_ties_by_id():
+    import heapq
+
+    import numpy as np
+
+    from backend.retrieval.mmgraph import Evidence
+
+    final = np.array([0.5, 0.7000001, 0.7, 0.1, 0.7000004, 0.3, 0.69999995], dtype=np.float32)
+    ids = ["g", "f", "e", "d", "c", "b", "a"]
+    reached = [0, 1, 2, 4, 5, 6]
+    evidence = Evidence(np.array(reached), [f"ent{r}" for r in reached])
+    for k in (1, 3, 4, 10):
+        expected = heapq.nsmallest(k, ((-round(float(final[r]), 6), ids[r]) for r in reached))
+        assert [(score, ids[r]) for score, r in evidence.best(final, ids, k)] == [(-neg, i) for neg, i in expected], k
+    assert evidence.entity_of(4) == "ent4" and evidence.entity_of(3) is None and evidence.entity_of(99) is None
+    assert Evidence(np.zeros(0, dtype=np.int64), []).best(final, ids, 5) == []
+
+
+def test_the_components_stating_a_followed_relation_are_those_mentioning_both_of_its_ends():
+    """Grouped by the busier end (one hub, many partners), the marking gives what intersecting the
+    two ends' components for every relation gives, a relation of an entity with itself included."""
+    import numpy as np
+
+    from backend.retrieval.mmgraph import MMGraphRetriever
+
+    rng = np.random.default_rng(7)
+    n_comps, n_ents = 200, 40
+    mentioned = [np.unique(rng.integers(0, n_comps, rng.integers(0, 30))).astype(np.int32) for _ in range(n_ents)]
+    names = [f"e{i}" for i in range(n_ents)]
+    position = {e: i for i, e in enumerate(names)}
+    followed = {("e0", f"e{j}", "rel"): 0.5 for j in range(1, 25)}  # a hub
+    followed |= {(f"e{i}", f"e{i + 1}", "next"): 0.1 for i in range(25, 39)}  # a chain
+    followed |= {("e30", "e30", "self"): 0.2, ("e7", "e0", "back"): 0.3}
+    expected = np.zeros(n_comps, dtype=bool)
+    for s, d, _rel in followed:
+        expected[np.intersect1d(mentioned[position[s]], mentioned[position[d]])] = True
+    got = MMGraphRetriever._stating(mentioned, position, followed, n_comps)
+    assert expected.any() and (got == expected).all()
