@@ -72,19 +72,24 @@ def mention_index(corpus) -> MentionIndex:
 
 def _build_mention_index(corpus) -> MentionIndex:
     nodes = corpus.nodes
-    n, n_comps = len(nodes.ids), len(corpus.layers["components"].ids)
-    comp_row = np.full(n, -1, dtype=np.int64)
-    comp_row[np.array([nodes.rows[c] for c in corpus.layers["components"].ids], dtype=np.int64)] = np.arange(n_comps)
+    n, n_comps = len(nodes.ids), max(1, len(corpus.layers["components"].ids))
+    comp_row = np.full(n, -1, dtype=np.int32)
+    comp_row[np.array([nodes.rows[c] for c in corpus.layers["components"].ids], dtype=np.int64)] = np.arange(
+        len(corpus.layers["components"].ids), dtype=np.int32)
     parent = nodes.parent_rows()
     subcomponent = (nodes.layer_codes() == list(Layer).index(Layer.SUBCOMPONENT)) & (parent >= 0)
     unit_comp = comp_row[np.where(subcomponent, parent, np.arange(n))]  # Corpus.component_of, as rows
+    del comp_row, parent, subcomponent
     src, dst = corpus.edges.ends((EdgeKind.MENTIONS,))  # node rows: the corpus's edges share its numbering
-    node = np.concatenate([src, dst]).astype(np.int64)  # both directions, as neighbour_ids reads them
-    comp = unit_comp[np.concatenate([dst, src]).astype(np.int64)]
-    keys = np.unique(node[comp >= 0] * max(1, n_comps) + comp[comp >= 0])  # sorted by node, then component
+    keys = []
+    for node, unit in ((src, dst), (dst, src)):  # both directions, as neighbour_ids reads them
+        comp = unit_comp[unit]
+        kept = comp >= 0
+        keys.append(node[kept].astype(np.int64) * n_comps + comp[kept])
+    key = np.unique(np.concatenate(keys))  # sorted by node, then component
     starts = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(keys // max(1, n_comps), minlength=n), out=starts[1:])
-    return MentionIndex(starts, (keys % max(1, n_comps)).astype(np.int32))
+    np.cumsum(np.bincount(key // n_comps, minlength=n), out=starts[1:])
+    return MentionIndex(starts, (key % n_comps).astype(np.int32))
 
 
 @dataclass(frozen=True, slots=True)
