@@ -178,6 +178,21 @@ class EdgeTable:
         rows = np.flatnonzero(_kind_mask(tuple(kinds))[self._kind])
         return self._src[rows], self._dst[rows]
 
+    def incident(self, node_id: str, kinds: tuple[EdgeKind, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(other end, source, target, provenance code) of each of `node_id`'s edges of those kinds,
+        as the table's numbers: the out-edges, then the in-edges, each in the order added (the order
+        Corpus.neighbours gives), without a record per edge."""
+        out = self._rows(node_id, self._out_start, self._out, kinds)
+        into = self._rows(node_id, self._in_start, self._in, kinds)
+        rows = np.concatenate([out, into])
+        return np.concatenate([self._dst[out], self._src[into]]), self._src[rows], self._dst[rows], self._prov[rows]
+
+    def id_of(self, number: int) -> str:
+        return self._ids[number]
+
+    def provenance_of(self, code: int) -> str:
+        return self._provenance[code]
+
     def degree(self, node_id: str) -> int:
         """How many edges start or end at `node_id`."""
         code = self._code.get(node_id)

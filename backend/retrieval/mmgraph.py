@@ -92,6 +92,59 @@ def _build_mention_index(corpus) -> MentionIndex:
     return MentionIndex(starts, (key % n_comps).astype(np.int32))
 
 
+def entity_rows(corpus) -> np.ndarray:
+    """(n_nodes,) each node's row in the entities layer, -1 for other nodes; once per loaded corpus."""
+    return corpus.derived(_build_entity_rows)
+
+
+def _build_entity_rows(corpus) -> np.ndarray:
+    ids = corpus.layers["entities"].ids
+    out = np.full(len(corpus.nodes.ids), -1, dtype=np.int64)
+    out[np.array([corpus.nodes.rows[e] for e in ids], dtype=np.int64)] = np.arange(len(ids))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Followed:
+    """The relation edges followed, each once (source, target and relation as the edge table numbers
+    them) with the highest score it was followed with."""
+
+    src: np.ndarray
+    dst: np.ndarray
+    prov: np.ndarray
+    score: np.ndarray
+
+    @classmethod
+    def of(cls, parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]) -> Followed:
+        if not parts:
+            empty = np.zeros(0, dtype=np.int64)
+            return cls(empty, empty, empty, np.zeros(0))
+        src, dst, prov, score = (np.concatenate(col) for col in zip(*parts))
+        order = np.lexsort((-score, prov, dst, src))  # each edge's highest score first
+        src, dst, prov, score = src[order], dst[order], prov[order], score[order]
+        first = np.r_[True, (src[1:] != src[:-1]) | (dst[1:] != dst[:-1]) | (prov[1:] != prov[:-1])] if len(src) else order
+        return cls(src[first], dst[first], prov[first], score[first])
+
+    def pairs(self, entity_rows_in_order: np.ndarray) -> set[tuple[int, int]]:
+        """The (source, target) pairs as positions in `entity_rows_in_order` (node rows)."""
+        if not len(self.src):
+            return set()
+        sorter = np.argsort(entity_rows_in_order, kind="stable")
+        ends = np.unique(np.stack([self.src, self.dst], axis=1).astype(np.int64), axis=0)
+        at = sorter[np.searchsorted(entity_rows_in_order, ends, sorter=sorter)]
+        return set(map(tuple, at.tolist()))
+
+    def best(self, edges, k: int) -> list[tuple[str, str, str, float]]:
+        """The k highest-scored edges as (source id, target id, relation, score), ties by the ids and relation."""
+        if not len(self.src):
+            return []
+        cut = np.sort(self.score)[::-1][min(k, len(self.score)) - 1]
+        near = np.flatnonzero(self.score >= cut)
+        rows = sorted((-float(self.score[i]), edges.id_of(int(self.src[i])), edges.id_of(int(self.dst[i])),
+                       edges.provenance_of(int(self.prov[i]))) for i in near.tolist())[:k]
+        return [(s, d, rel, -neg) for neg, s, d, rel in rows]
+
+
 @dataclass(frozen=True, slots=True)
 class Evidence:
     """The components the reached entities are mentioned in (sorted rows) and each one's best entity."""
@@ -175,27 +228,11 @@ class MMGraphRetriever(Retriever):
         else:
             ent_scores = sc.hybrid(entities, query, sc.encode(self.sub_encoder, [query])[0], alpha)
         anchors = top_scored(entities.ids, ent_scores, k, "entity match")
-        matched = {a.node_id for a in anchors}
         reached: dict[str, float] = {a.node_id: a.score for a in anchors}
         via: dict[str, str] = {a.node_id: "matched" for a in anchors}
 
         # 2. Subgraph extraction: narrow (both ends in V_K) or broad (one end in V_K).
-        followed: dict[tuple[str, str, str], float] = {}
-        for a in anchors:
-            relations = corpus.neighbours(a.node_id, (EdgeKind.RELATION,))
-            damp = min(1.0, math.sqrt(HUB_RELATIONS / max(1, len(relations))))
-            for edge, other in relations:
-                if other not in matched and not broad:
-                    continue
-                # One hop from the anchor's own match score, never along a chain of edges.
-                score = DECAY * a.score * damp
-                if other not in reached:
-                    reached[other] = float(ent_scores[entities.dense.row[other]]) if other in entities.dense.row else 0.0
-                if score > reached[other]:
-                    reached[other] = score
-                    via[other] = corpus.nodes.text_of(a.node_id)
-                sig = (edge.src, edge.dst, edge.provenance)
-                followed[sig] = max(followed.get(sig, 0.0), score)
+        followed = self._walk(anchors, broad, ent_scores, reached, via)
 
         # 3. The components the reached entities come from.
         entity_term, evidence, hubs = self._evidence(reached, followed, comps, bool(p.damp_mentions))
@@ -211,13 +248,47 @@ class MMGraphRetriever(Retriever):
         trace.add(EntityStep(
             mode=mode,
             entities=[EntityHit(node_id=a.node_id, name=corpus.nodes.text_of(a.node_id), score=a.score) for a in anchors],
-            edges=[EntityEdge(src=s, dst=d, relation=rel, score=round(sc, 6))
-                   for (s, d, rel), sc in sorted(followed.items(), key=lambda kv: (-kv[1], kv[0]))[:TRACE_EDGES]],
+            edges=[EntityEdge(src=s, dst=d, relation=rel, score=round(sc, 6)) for s, d, rel, sc in followed.best(corpus.edges, TRACE_EDGES)],
             components=reached_components,
         ))
         return results
 
-    def _evidence(self, reached: dict[str, float], followed: dict[tuple[str, str, str], float],
+    def _walk(self, anchors: list[ScoredNode], broad: bool, ent_scores: np.ndarray, reached: dict[str, float],
+              via: dict[str, str]) -> Followed:
+        """Follow the anchors' relation edges one hop (narrow: only to other anchors), filling
+        `reached` and `via` in place: an entity at the end of a followed edge scores the higher of
+        its own match and DECAY * its anchor's match, damped for an anchor with many relations.
+        On the edge table's columns: an anchor named across a big corpus has tens of thousands of
+        relations, which one Edge record each took ~1 s a question to walk at 100k pages."""
+        corpus = self.corpus
+        edges, ids = corpus.edges, corpus.nodes.ids
+        layer_row = entity_rows(corpus)
+        matched = np.array([corpus.nodes.rows[a.node_id] for a in anchors], dtype=np.int64)
+        parts = []
+        for a in anchors:
+            other, src, dst, prov = edges.incident(a.node_id, (EdgeKind.RELATION,))
+            damp = min(1.0, math.sqrt(HUB_RELATIONS / max(1, len(other))))
+            if not broad:
+                keep = np.isin(other, matched)
+                other, src, dst, prov = other[keep], src[keep], dst[keep], prov[keep]
+            if not len(other):
+                continue
+            score = DECAY * a.score * damp  # one hop from the anchor's own match score, never along a chain
+            found, first = np.unique(other, return_index=True)
+            found = found[np.argsort(first, kind="stable")]  # in the order the edges give them
+            rows = layer_row[found]
+            own = np.where(rows >= 0, ent_scores[np.maximum(rows, 0)], 0.0).tolist()
+            anchor_name = corpus.nodes.text_of(a.node_id)
+            for entity, own_score in zip((ids[o] for o in found.tolist()), own):
+                if entity not in reached:
+                    reached[entity] = float(own_score)
+                if score > reached[entity]:
+                    reached[entity] = score
+                    via[entity] = anchor_name
+            parts.append((src, dst, prov, np.full(len(src), score)))
+        return Followed.of(parts)
+
+    def _evidence(self, reached: dict[str, float], followed: Followed,
                   comps, damp_mentions: bool) -> tuple[np.ndarray, Evidence, dict[str, int]]:
         """e(c) for every component (n_components,), the entity that gave it to each component an
         entity reaches, and the damped hubs (entity -> components that mention it).
@@ -245,19 +316,17 @@ class MMGraphRetriever(Retriever):
         order = np.lexsort((-id_rank[who], -value[who], comp))
         first = order[np.r_[True, comp[order][1:] != comp[order][:-1]]] if len(order) else order
         rows, best = comp[first], who[first]
-        states = self._stating(mentioned, {e: i for i, e in enumerate(ents)}, followed, len(comps.ids))
+        states = self._stating(mentioned, followed.pairs(np.array([rows_of[e] for e in ents], dtype=np.int64)), len(comps.ids))
         entity_term = np.zeros(len(comps.ids), dtype=np.float32)
         entity_term[rows] = np.minimum(1.0, value[best] + np.where(states[rows], RELATION_BONUS, 0.0))
         return entity_term, Evidence(rows, [ents[i] for i in best.tolist()]), hubs
 
     @staticmethod
-    def _stating(mentioned: list[np.ndarray], position: dict[str, int], followed: dict[tuple[str, str, str], float],
-                 n_comps: int) -> np.ndarray:
+    def _stating(mentioned: list[np.ndarray], pairs: set[tuple[int, int]], n_comps: int) -> np.ndarray:
         """(n_comps,) True for the components that state a followed relation: they mention both of
         its ends. The relations are grouped by their busier end (an anchor with thousands of
         relations is one group, not thousands of set intersections): the components that mention
         any partner of the group's end are marked, and those of the end's own that are marked state one."""
-        pairs = {(position[s], position[d]) for s, d, _rel in followed}
         degree = Counter(i for pair in pairs for i in pair)
         partners: dict[int, list[int]] = defaultdict(list)
         for i, j in pairs:

@@ -173,3 +173,14 @@ def test_the_ends_of_a_kind_are_numbered_as_the_table_numbers_them_in_the_order_
         src, dst = table.ends(kinds)
         expected = [(NODES.index(e.src), NODES.index(e.dst)) for e in EDGES if e.kind in kinds]
         assert list(zip(src.tolist(), dst.tolist())) == expected, kinds
+
+
+def test_incident_edges_are_the_neighbours_as_numbers():
+    table = EdgeTable(EDGES, NODES)
+    for node in [*NODES, "nowhere"]:
+        for kinds in [(EdgeKind.MENTIONS, EdgeKind.RELATION), (EdgeKind.NEXT,), (EdgeKind.LINK, EdgeKind.DOC_LINK)]:
+            other, src, dst, prov = table.incident(node, kinds)
+            expected = [(e, e.dst) for e in table.out_of(node, kinds)] + [(e, e.src) for e in table.into(node, kinds)]
+            assert [table.id_of(o) for o in other.tolist()] == [o for _e, o in expected], (node, kinds)
+            assert [(table.id_of(s), table.id_of(d), table.provenance_of(p)) for s, d, p in zip(src.tolist(), dst.tolist(), prov.tolist())] == \
+                [(e.src, e.dst, e.provenance) for e, _o in expected], (node, kinds)

@@ -286,5 +286,29 @@ def test_the_components_stating_a_followed_relation_are_those_mentioning_both_of
     expected = np.zeros(n_comps, dtype=bool)
     for s, d, _rel in followed:
         expected[np.intersect1d(mentioned[position[s]], mentioned[position[d]])] = True
-    got = MMGraphRetriever._stating(mentioned, position, followed, n_comps)
+    pairs = {(position[s], position[d]) for s, d, _rel in followed}
+    got = MMGraphRetriever._stating(mentioned, pairs, n_comps)
     assert expected.any() and (got == expected).all()
+
+
+def test_followed_edges_keep_each_edge_once_with_its_best_score_and_order_as_the_trace_did():
+    import numpy as np
+
+    from backend.graph.edges import EdgeTable
+    from backend.retrieval.mmgraph import Followed
+    from backend.types import Edge
+
+    names = ["a", "b", "c", "d"]
+    table = EdgeTable([Edge(src=s, dst=d, kind=EdgeKind.RELATION, provenance=r)
+                       for s, d, r in [("a", "b", "x"), ("a", "b", "y"), ("c", "a", "x"), ("d", "d", "z")]], names)
+    src, dst, prov = (np.array(v) for v in ([0, 0, 2, 3, 0], [1, 1, 0, 3, 1], [0, 1, 0, 2, 0]))
+    followed = Followed.of([(src[:3], dst[:3], prov[:3], np.full(3, 0.2)), (src[3:], dst[3:], prov[3:], np.array([0.2, 0.5]))])
+    reference: dict[tuple[str, str, str], float] = {}
+    for s, d, p, sc in [("a", "b", "x", 0.2), ("a", "b", "y", 0.2), ("c", "a", "x", 0.2), ("d", "d", "z", 0.2), ("a", "b", "x", 0.5)]:
+        reference[(s, d, p)] = max(reference.get((s, d, p), 0.0), sc)
+    for k in (1, 2, 3, 10):
+        expected = [(s, d, r, sc) for (s, d, r), sc in sorted(reference.items(), key=lambda kv: (-kv[1], kv[0]))[:k]]
+        assert followed.best(table, k) == expected, k
+    order = np.array([3, 2, 0, 1])  # node rows of the reached entities, in their order
+    assert followed.pairs(order) == {(2, 3), (1, 2), (0, 0)}
+    assert Followed.of([]).best(table, 5) == [] and Followed.of([]).pairs(order) == set()
