@@ -302,8 +302,8 @@ class MMGraphRetriever(Retriever):
         question are mentioned in ~185k units, which a loop over the units took ~0.8 s to read."""
         index = mention_index(self.corpus)
         ents = list(reached)
-        rows_of = self.corpus.nodes.rows
-        mentioned = [index.of(rows_of[e]) for e in ents]  # each entity's components, sorted rows
+        node_rows = np.array([self.corpus.nodes.rows[e] for e in ents], dtype=np.int64)
+        mentioned = [index.of(r) for r in node_rows.tolist()]  # each entity's components, sorted rows
         counts = {e: len(m) for e, m in zip(ents, mentioned)}
         hubs = {e: counts[e] for e in ents if damp_mentions and counts[e] > HUB_RELATIONS}
         value = np.array([reached[e] * (math.sqrt(HUB_RELATIONS / hubs[e]) if e in hubs else 1.0) for e in ents],
@@ -316,7 +316,7 @@ class MMGraphRetriever(Retriever):
         order = np.lexsort((-id_rank[who], -value[who], comp))
         first = order[np.r_[True, comp[order][1:] != comp[order][:-1]]] if len(order) else order
         rows, best = comp[first], who[first]
-        states = self._stating(mentioned, followed.pairs(np.array([rows_of[e] for e in ents], dtype=np.int64)), len(comps.ids))
+        states = self._stating(mentioned, followed.pairs(node_rows), len(comps.ids))
         entity_term = np.zeros(len(comps.ids), dtype=np.float32)
         entity_term[rows] = np.minimum(1.0, value[best] + np.where(states[rows], RELATION_BONUS, 0.0))
         return entity_term, Evidence(rows, [ents[i] for i in best.tolist()]), hubs
