@@ -8,6 +8,8 @@
 - `ScriptedModel`: a model backend whose raw replies are given in advance ("down" raises a
   connection error), to test what the guard and the answer models make of a model's text.
 - `openai_service`: a Service whose LLM is an OpenAI-compatible server at `base_url`.
+- `with_approximate_layer`: a corpus whose one layer is approximate with few candidates, as a
+  100k-page workspace's big layers are (most rows share the lowest score).
 
 Test modules import fakes from here and never from one another. Nothing here is a product default.
 """
@@ -96,6 +98,20 @@ def build_corpus(service, docs: dict[str, list[str]], links: list[tuple[str, int
     dims = {"documents": service.encoders.text.dim, "sections": service.encoders.text.dim,
             "components": service.encoders.text.dim, "subcomponents": service.encoders.sub.dim}
     return Corpus(documents, sections, nodes, embeddings, edges, doc_links, dims=dims)
+
+
+def with_approximate_layer(corpus: Corpus, name: str, candidates: int) -> Corpus:
+    """A shallow copy of `corpus` whose layer `name` is an IVF index over 8-bit codes, every list
+    searched, `candidates` rows with their own cosine per query."""
+    import copy
+
+    from backend.index.vector import Approximate, VectorIndex
+
+    layer = corpus.layers[name]
+    approx = VectorIndex(layer.ids, layer.dense.matrix, approximate=Approximate(rows=1, share=1.0, candidates=candidates))
+    out = copy.copy(corpus)
+    out.layers = {**corpus.layers, name: type(layer)(name=layer.name, ids=layer.ids, dense=approx, lexical=layer.lexical)}
+    return out
 
 
 def doc_of(corpus: Corpus, node_id: str) -> str:

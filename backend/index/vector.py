@@ -28,6 +28,16 @@ FLOOR_PROBE_SHARE = 0.2  # of the probed lists, searched for a question's lowest
 
 
 @dataclass(frozen=True)
+class Candidates:
+    """One query's scores in an approximate layer: `rows` (FAISS's order) have their own `scores`,
+    every other row scores `rest`."""
+
+    rows: np.ndarray
+    scores: np.ndarray
+    rest: np.float32
+
+
+@dataclass(frozen=True)
 class Approximate:
     """When and how a layer is searched approximately (settings `index.approximate_*`).
 
@@ -245,15 +255,28 @@ class VectorIndex:
             return np.zeros((0, m), dtype=np.float32)
         if self.exact:
             return self.matrix @ queries.T
-        top_s, top_r = self._search(queries, min(n, self.approximate.candidates))
-        low_s, low_r = self._search(-queries, 1, self.approximate.floor_probes(self._cpu.nlist))
         out = np.empty((m, n), dtype=np.float32)  # filled a query at a time, handed back as (n, m)
-        for j in range(m):
-            found = top_r[j] >= 0
-            rows, s = top_r[j][found], top_s[j][found]
-            out[j] = -low_s[j, 0] if low_r[j, 0] >= 0 else (s[-1] if len(s) else 0.0)
-            out[j, rows] = s
+        for j, found in enumerate(self.candidates_many(queries)):
+            out[j] = found.rest
+            out[j, found.rows] = found.scores
         return out.T
+
+    def candidates_many(self, queries: np.ndarray) -> list[Candidates]:
+        """An approximate layer's every-row scores of m queries (m, dim) as `scores_many` gives
+        them, without the (n, m) array: per query, the candidates' rows and own scores and the
+        score of every other row (the layer's lowest). Only approximate layers."""
+        if self.exact:
+            raise ValueError("an exact layer scores every row itself: use scores_many")
+        queries = np.atleast_2d(np.asarray(queries, dtype=np.float32))
+        top_s, top_r = self._search(queries, min(len(self.ids), self.approximate.candidates))
+        low_s, low_r = self._search(-queries, 1, self.approximate.floor_probes(self._cpu.nlist))
+        out = []
+        for j in range(len(queries)):
+            found = top_r[j] >= 0
+            rows, s = top_r[j][found].astype(np.int64), top_s[j][found]
+            rest = -low_s[j, 0] if low_r[j, 0] >= 0 else (s[-1] if len(s) else 0.0)
+            out.append(Candidates(rows, s, np.float32(rest)))
+        return out
 
     def scores_of(self, rows: np.ndarray, queries: np.ndarray) -> np.ndarray:
         """Cosine of only the given rows with m queries (m, dim) or one (dim,): (len(rows), m) or

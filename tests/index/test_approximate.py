@@ -138,6 +138,39 @@ def test_rows_a_strategy_ranks_closely_are_fused_from_their_own_cosine(sample_co
     assert exact.hybrid_with_own(comps, query, qvec, 0.5, rows) is exact.hybrid(comps, query, qvec, 0.5)
 
 
+@pytest.mark.parametrize("candidates,raised", [(0, False), (3, False), (30, False), (30, True)])
+def test_a_sparse_hybrid_column_is_the_hybrid_row_for_row(sample_corpus, service, monkeypatch, candidates, raised):
+    """sparse_hybrid_many: only the rows with a score of their own are fused, and every other row's
+    shared score is the one hybrid() gives it: the same float32 numbers (0: the exact layer).
+    raised: the shared cosine set to the candidates' median, so rows with their own cosine lie
+    under it and the layer's lowest score is one of theirs."""
+    if raised:
+        from dataclasses import replace
+
+        found = VectorIndex.candidates_many
+        monkeypatch.setattr(VectorIndex, "candidates_many", lambda self, q: [
+            replace(c, rest=np.float32(np.median(c.scores))) for c in found(self, q)])
+    comps = sample_corpus.layers["components"]
+    layer = comps
+    if candidates:
+        approx = VectorIndex(comps.ids, comps.dense.matrix, approximate=Approximate(rows=1, share=1.0, candidates=candidates))
+        layer = type(comps)(name=comps.name, ids=comps.ids, dense=approx, lexical=comps.lexical)
+    monkeypatch.setattr(scoring, "LEXICAL_CANDIDATES", 3)
+    texts = [SAMPLE_QUESTIONS[8], SAMPLE_QUESTIONS[2], "no word of it is in the corpus: zzzq"]
+    vecs = service.encoder.encode(texts)
+    for alpha in (0.0, 0.5, 1.0):
+        dense = QueryScores().hybrid_many(layer, texts, vecs, alpha)
+        columns = QueryScores().sparse_hybrid_many(layer, texts, vecs, alpha)
+        for j, col in enumerate(columns):
+            assert np.array_equal(col.dense(), dense[:, j]), (alpha, j)
+            rows = np.random.default_rng(j).integers(0, len(comps.ids), 50)
+            assert np.array_equal(col.at(rows), dense[rows, j])
+            if candidates == 3:
+                assert col.rest is not None and len(col.rows) < len(comps.ids), "rows without a word or a candidate share one score"
+            if not candidates:
+                assert col.rest is None and len(col.rows) == len(comps.ids)
+
+
 def _service(service, rows: int) -> Service:
     settings = service.settings.model_copy(deep=True)
     settings.index.approximate_rows = rows
