@@ -6,7 +6,7 @@ import pytest
 
 from backend.retrieval.lilac.rules import decompose, modality_of
 from backend.types import BeamStep, DecomposeStep, RankStep, Trace
-from tests.fakes import FILMS, FILMS_QUESTION, build_corpus, doc_of
+from tests.fakes import FILMS, FILMS_QUESTION, build_corpus, doc_of, with_approximate_layer
 
 QUESTION = FILMS_QUESTION
 
@@ -139,3 +139,60 @@ def test_the_edge_order_is_fused_with_the_seed_order_and_hops_stay_with_their_an
     assert fused.index("best-seed") < fused.index("c"), "the best seed no longer comes last"
     assert fused.index("b-partner") == fused.index("b") + 1, fused
     assert sorted(fused) == sorted(h.node_id for h in edge_order)
+
+
+def _dense_late_interaction(retriever, subqueries, alpha, bonus, granularity):
+    """LateInteraction's numbers as they were computed before its columns were sparse: every
+    subcomponent's similarity in an (n_sub, n_q) array, a segment max per component."""
+    import numpy as np
+
+    from backend.retrieval.lilac.retriever import MODALITY_KIND, graph_arrays
+    from backend.retrieval.scoring import QueryScores
+    from backend.types import NodeKind
+
+    corpus, sc = retriever.corpus, QueryScores()
+    ga, subs, comps = graph_arrays(corpus), corpus.layers["subcomponents"], corpus.layers["components"]
+    texts = [s.text for s in subqueries]
+    sims = sc.hybrid_many(subs, texts, sc.encode(retriever.sub_encoder, texts), alpha)
+    sub_sim = np.zeros_like(sims)
+    for j, s in enumerate(subqueries):
+        kind = MODALITY_KIND.get(s.modality)
+        sub_sim[:, j] = sims[:, j] + (bonus * (ga.sub_kind == list(NodeKind).index(kind)) if kind else 0.0)
+    best = np.zeros((len(comps.ids), len(texts)), dtype=np.float32)
+    best[ga.seg_comp] = np.maximum.reduceat(sub_sim[ga.sub_order], ga.seg_starts, axis=0)
+    own = sc.hybrid_many(comps, texts, sc.encode(retriever.encoder, texts), alpha)
+    return np.where(ga.has_subs[:, None], granularity * best + (1 - granularity) * own, own).astype(np.float32), sub_sim
+
+
+@pytest.mark.parametrize("candidates", [None, 3, 40])
+def test_late_interaction_from_sparse_columns_gives_the_numbers_of_every_row(service, sample_corpus, candidates, monkeypatch):
+    """Each component's best subcomponent, and the winner the trace names, are those a max over
+    every row gives: on an exact layer, and on approximate ones where most rows share one score
+    (3 and 40 dense candidates; BM25's rows and its top rows with their own cosine)."""
+    import numpy as np
+
+    from backend.retrieval import scoring
+    from backend.retrieval.lilac.retriever import LateInteraction
+    from backend.retrieval.scoring import QueryScores
+    from backend.types import SubQuery
+
+    corpus = sample_corpus
+    if candidates is not None:
+        monkeypatch.setattr(scoring, "LEXICAL_CANDIDATES", 5)  # the sample's layer is far smaller than 256 rows
+        corpus = with_approximate_layer(sample_corpus, "subcomponents", candidates)
+        assert not corpus.layers["subcomponents"].dense.exact
+    retriever = service.retriever("lilac", corpus)
+    subqueries = [SubQuery(text="Which table shows the quarterly revenue?", modality="table"),
+                  SubQuery(text="rainforest canopy height"), SubQuery(text="zzzz qqqq")]
+    for alpha, bonus, granularity in ((0.5, 0.05, 0.5), (0.0, 0.0, 1.0), (1.0, 0.2, 0.5)):
+        li = LateInteraction(retriever, subqueries, alpha, bonus, granularity, scores=QueryScores())
+        best, sub_sim = _dense_late_interaction(retriever, subqueries, alpha, bonus, granularity)
+        assert np.array_equal(li.best, best), (alpha, bonus, granularity)
+        if candidates == 3:
+            assert any(c.rest is not None and len(c.rows) < c.n for c in li.columns), "most rows share one score"
+        ga = li.arrays
+        for comp in np.flatnonzero(ga.has_subs)[:40]:
+            for j in range(len(subqueries)):
+                rows = ga.sub_order[ga.sub_parent[ga.sub_order] == comp]
+                sub_id, score = li.winner(int(comp), j)
+                assert (sub_id, score) == (li.sub_ids[rows[int(np.argmax(sub_sim[rows, j]))]], float(sub_sim[rows, j].max()))
