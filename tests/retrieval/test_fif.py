@@ -235,7 +235,7 @@ def test_scores_at_each_granularity_are_the_max_over_descendants(service, trap):
     text = "born in the city of Vellmar"
     own = scores.comp_scores(text, 1)
     by_sentence = scores.comp_scores(text, 2)
-    sub = scores.scores(text).sub
+    sub = scores.scores(text).sub.dense()
     for d in view.doc_ids:
         comps = [view.comp_row[c] for c in trap.components_by_doc[d]]
         subs = [trap.layers["subcomponents"].dense.row[s] for c in trap.components_by_doc[d] for s in trap.subcomponents(c)]
@@ -246,6 +246,44 @@ def test_scores_at_each_granularity_are_the_max_over_descendants(service, trap):
             assert by_sentence[view.comp_row[c]] == pytest.approx(max(sub[r] for r in rows))
     best = int(np.argmax(scores.doc_scores(text, 2)))
     assert trap.documents[view.doc_ids[best]].file_name == "Elena_Marsh.pdf"
+
+
+@pytest.mark.parametrize("candidates,raised", [(None, False), (3, False), (30, True)])
+def test_scores_over_subcomponents_read_sparse_are_the_max_over_every_row(service, sample_corpus, candidates, raised, monkeypatch):
+    """The document and component maxima over subcomponents come from the rows with a score of
+    their own and the shared score of the rest: the numbers a max over every row gives, on an
+    exact layer and on approximate ones where most rows share one score. raised: the shared
+    cosine set to the candidates' median (so some rows with their own score are under it and the
+    shared fused score is above 0, the floor every group starts from)."""
+    from dataclasses import replace
+
+    from backend.index.vector import VectorIndex
+    from backend.retrieval import scoring
+    from backend.retrieval.fif.memory import max_into
+    from backend.retrieval.scoring import QueryScores
+    from tests.fakes import with_approximate_layer
+
+    corpus = sample_corpus
+    if candidates is not None:
+        monkeypatch.setattr(scoring, "LEXICAL_CANDIDATES", 3)
+        corpus = with_approximate_layer(sample_corpus, "subcomponents", candidates)
+    if raised:
+        found = VectorIndex.candidates_many
+        monkeypatch.setattr(VectorIndex, "candidates_many", lambda self, q: [
+            replace(c, rest=np.float32(np.median(c.scores))) for c in found(self, q)])
+    retriever = service.retriever("fif", corpus)
+    view, subs = retriever.view, corpus.layers["subcomponents"]
+    for text in ("rainforest canopy height", "quarterly revenue table", "zzzq"):
+        scores = retriever.fif_scores(alpha=0.5)
+        every_row = QueryScores().hybrid(subs, text, service.encoders.sub.encode([text])[0], 0.5)
+        assert np.array_equal(scores.scores(text).sub.dense(), every_row)
+        assert np.array_equal(scores.doc_scores(text, 2), max_into(every_row, view.sub_doc_row, len(view.doc_ids)))
+        by_comp = np.where(view.comp_has_subs, max_into(every_row, view.sub_comp_row, len(view.comp_ids)), scores.comp_scores(text, 1))
+        assert np.array_equal(scores.comp_scores(text, 2), by_comp)
+        if candidates is not None:
+            assert scores.scores(text).sub.rest is not None, "most rows share one score"
+        if raised:
+            assert scores.scores(text).sub.rest > 0
 
 
 # ---------------------------------------------------------------- the rules behind the prompts

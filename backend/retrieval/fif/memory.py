@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from backend.retrieval.base import StrategyParams, param
+from backend.retrieval.scoring import SparseColumn
 from backend.retrieval.fif.tasks import EvidenceNote, PlanRecord, RouteModes, TraverseRecord
 from backend.types import EdgeKind, ScoredNode, Strategy, SubQuery
 
@@ -59,6 +60,8 @@ class DocumentRowMaps:
         self.sub_doc_row = np.array([self.doc_row.get(doc_of(s), -1) for s in subs.ids], dtype=np.int64)
         self.comp_has_subs = np.zeros(len(comps.ids), dtype=bool)  # (n_comps,)
         self.comp_has_subs[self.sub_comp_row[self.sub_comp_row >= 0]] = True
+        self.subs_per_comp = np.bincount(self.sub_comp_row[self.sub_comp_row >= 0], minlength=len(comps.ids))
+        self.subs_per_doc = np.bincount(self.sub_doc_row[self.sub_doc_row >= 0], minlength=len(docs.ids))
         self._neighbours: dict[str, list[str]] = {}
 
     def neighbours(self, doc_id: str) -> list[str]:
@@ -97,6 +100,21 @@ def max_into(values: np.ndarray, rows: np.ndarray, size: int) -> np.ndarray:
     return out
 
 
+def max_into_column(col: SparseColumn, group: np.ndarray, members: np.ndarray) -> np.ndarray:
+    """max_into(col's every-row scores, group, len(members)) read from the rows with a score of
+    their own: a group with a member among the others takes the column's shared score too.
+    members: (n_groups,) rows in each group."""
+    out = np.zeros(len(members), dtype=np.float32)
+    g = group[col.rows]
+    valid = g >= 0
+    g = g[valid]
+    if col.rest is not None:
+        held = np.bincount(g, minlength=len(members))
+        out[held < members] = np.maximum(out[held < members], col.rest)
+    np.maximum.at(out, g, col.values[valid])
+    return out
+
+
 @dataclass
 class TextScores:
     """Hybrid scores of one text against every row of the three layers, and the derived
@@ -104,7 +122,7 @@ class TextScores:
 
     doc: np.ndarray  # (n_docs,)
     comp: np.ndarray  # (n_comps,)
-    sub: np.ndarray  # (n_subs,)
+    sub: SparseColumn  # every subcomponent's
     derived: dict[tuple[str, int], np.ndarray] = field(default_factory=dict)
 
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from backend.retrieval.fif.memory import DocumentRowMaps, TextScores, max_into
+from backend.retrieval.fif.memory import DocumentRowMaps, TextScores, max_into, max_into_column
 from backend.retrieval.scoring import QueryScores
 
 
@@ -39,7 +39,8 @@ class QuestionScores:
         def hybrid(name: str, vec: np.ndarray) -> np.ndarray:
             return self.shared.hybrid(layers[name], text, vec, alpha).astype(np.float32)
 
-        scores = TextScores(doc=hybrid("documents", qvec), comp=hybrid("components", qvec), sub=hybrid("subcomponents", qsub))
+        sub = self.shared.sparse_hybrid_many(layers["subcomponents"], [text], qsub[None, :], alpha)[0]
+        scores = TextScores(doc=hybrid("documents", qvec), comp=hybrid("components", qvec), sub=sub)
         self._text_scores[text] = scores
         return scores
 
@@ -53,7 +54,7 @@ class QuestionScores:
         if key not in s.derived:
             n = len(self.view.doc_ids)
             s.derived[key] = (max_into(s.comp, self.view.comp_doc_row, n) if granularity == 1
-                              else max_into(s.sub, self.view.sub_doc_row, n))
+                              else max_into_column(s.sub, self.view.sub_doc_row, self.view.subs_per_doc))
         return s.derived[key]
 
     def comp_scores(self, text: str, granularity: int) -> np.ndarray:
@@ -65,5 +66,5 @@ class QuestionScores:
         key = ("comp", 2)
         if key not in s.derived:
             view = self.view
-            s.derived[key] = np.where(view.comp_has_subs, max_into(s.sub, view.sub_comp_row, len(view.comp_ids)), s.comp)
+            s.derived[key] = np.where(view.comp_has_subs, max_into_column(s.sub, view.sub_comp_row, view.subs_per_comp), s.comp)
         return s.derived[key]
