@@ -408,3 +408,29 @@ def test_a_traversal_that_kept_few_units_still_answers_with_top_k(service, trap)
     assert own and filled and hits[:len(hits) - len(filled)] == [h for h in hits if h not in filled]
     assert len({h.node_id for h in hits}) == len(hits)
     assert all(a.score >= b.score for a, b in zip(hits, hits[1:]))
+
+
+GREEN = {
+    "Green_(album).pdf": ["Green is the fourth studio album by the English guitarist Steve Hillage, released in 1978."],
+    "Steve_Hillage.pdf": ["Steve Hillage is an English guitarist. In 1990 he married Miquette Giraudy, his partner in music."],
+    "Blue_(album).pdf": ["Blue is a 1971 album by the Canadian singer Joni Mitchell."],
+    "Joni_Mitchell.pdf": ["Joni Mitchell is a Canadian singer and painter. Her spouse was Chuck Mitchell, a folk singer."],
+    "Green_Day.pdf": ["Green Day is an American rock band formed in 1987. Its singer Billie Joe Armstrong's spouse is Adrienne."],
+    "Stage_spouses.pdf": ["The spouse of a performer often tours with the band; many a performer's spouse is a musician too."],
+}
+
+
+def test_a_role_written_before_a_name_is_found_first_and_its_holder_asked_about(service):
+    """MuSiQue-style "the Green performer": the performer of Green is the first hop (the album's
+    page names Steve Hillage), and the question is then asked of him, not of the words 'Green',
+    'spouse' and 'performer', which the Green Day and stage pages hold."""
+    from tests.fakes import build_corpus, doc_of
+
+    corpus = build_corpus(service, GREEN)
+    question = "Who is the spouse of the Green performer?"
+    trace = Trace(method="fif")
+    hits = service.retriever("fif", corpus).retrieve(question, 3, {}, trace)
+    docs = list(dict.fromkeys(doc_of(corpus, h.node_id) for h in hits))
+    assert {"Green_(album).pdf", "Steve_Hillage.pdf"} <= set(docs[:3]), docs
+    asked = " | ".join(s.model_dump_json() for s in trace.steps)
+    assert "the performer of Green" in asked and "spouse of Steve Hillage" in asked

@@ -103,6 +103,8 @@ def test_more_iterations_walk_further(service):
     ("Who is older, Annie Morton or Terry Richardson?", 2, False),
     ("Are Local H and For Against both from the United States?", 2, False),
     ("How many Landsat scenes were used?", 1, False),
+    ("Who is the spouse of the Green performer?", 2, True),
+    ("When was the Blue Monday record label founded?", 2, True),
 ])
 def test_rules_decomposition(question, n, dependent):
     subs = decompose(question)
@@ -113,6 +115,18 @@ def test_rules_decomposition(question, n, dependent):
 
     covered = set().union(*(content_tokens(s["text"]) for s in subs))
     assert content_tokens(question) - QUESTION_WORDS <= covered
+
+
+def test_rules_ask_first_for_a_role_written_before_a_name():
+    """MuSiQue writes a bridge as a role in front of a name ("the Green performer": the performer
+    of Green). A demonym in front of a role is no name, and "star" is no role (it is a verb as often)."""
+    assert [(s["text"], s["depends_on"]) for s in decompose("Who is the spouse of the Green performer?")] == [
+        ("the performer of Green", []), ("Who is the spouse of the performer", [0])]
+    assert [s["text"] for s in decompose("When was the Blue Monday record label founded?")] == [
+        "the record label of Blue Monday", "When was the record label founded"]
+    british = decompose("When was the British author who wrote the novel on which the film was based born?")
+    assert not any(s["text"].startswith("the author of") for s in british)
+    assert len(decompose('In what city did the "Prince of tenors" star in a film?')) == 1
 
 
 def test_rules_modality_follows_the_papers_heuristics():

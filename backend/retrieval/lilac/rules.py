@@ -4,7 +4,8 @@
 Decomposition follows the prompt's guidelines as rules: the smallest set (1-5) of subqueries,
 each aimed at one component; every content word of the question appears in some subquery;
 prerequisites first (a relative clause or an "X of Y" phrase that names the bridge entity
-comes before the clause that asks about it); comparisons ("A or B", "both A and B") give one
+comes before the clause that asks about it; so does a named thing's role written in front of its
+name, "the Green performer"); comparisons ("A or B", "both A and B") give one
 subquery per compared entity with the compared attribute; no split when nothing calls for one.
 Modality selection applies the prompt's heuristics (numeric totals, percentages, year-by-year
 figures -> table; appearance, colours, logos, charts -> figure; everything else -> text).
@@ -27,6 +28,19 @@ OF_BRIDGE_RE = re.compile(
     r"\b((?i:the|a|an|this|its|his|her|their)\s+(?:[a-z-]+\s+){0,2}?[a-z-]+)\s+(of|for|from|by|in)\s+"
     r"((?:the\s+)?(?:[\w'’.-]+\s+){0,6}?(?:\"[^\"]+\"|“[^”]+”|[A-Z0-9][\w'’.-]*(?:\s+[A-Z0-9][\w'’.-]*)*))",
 )
+# "the Green performer", "the Blue Monday record label": a named work or thing, then the role of the
+# entity the question is about (a Wikidata relation written as a description, as MuSiQue composes
+# its questions). A capitalised word that is a demonym ("the British author") is no name.
+ROLE_NOUNS = (
+    "performer|singer|band|director|author|writer|screenwriter|creator|producer|founder|owner|developer|publisher|"
+    "manufacturer|composer|lyricist|artist|designer|architect|distributor|operator|record label|label|network|"
+    "builder|inventor|illustrator|narrator|editor|presenter|headquarters|parent company"
+)
+ATTRIBUTIVE_RE = re.compile(
+    r"\b(?i:the)\s+(?P<name>\"[^\"]+\"|“[^”]+”|[A-Z0-9][\w'’.&-]*(?:\s+(?:of|the|and|de|[A-Z0-9][\w'’.&-]*))*?)"
+    r"\s+(?P<role>" + ROLE_NOUNS + r")\b"
+)
+DEMONYM_RE = re.compile(r"^[A-Z][a-z]+(?:an|ish|ese|ch|i)$")
 COMPARE_OR_RE = re.compile(
     r"^(?P<pre>.*?)(?P<a>(?:\"[^\"]+\"|[A-Z0-9][\w'’.&-]*(?:\s+(?:of|the|and|de|la|van|von|[A-Z0-9][\w'’.&-]*))*)(?:\s*\([^)]*\))?)"
     r"\s*,?\s+or\s+(?P<b>(?:\"[^\"]+\"|[A-Z0-9][\w'’.&-]*(?:\s+(?:of|the|de|la|van|von|[A-Z0-9][\w'’.&-]*))*)(?:\s*\([^)]*\))?)"
@@ -100,6 +114,20 @@ def _relative_bridge(q: str) -> list[str] | None:
     return None
 
 
+def _attributive_bridge(q: str) -> list[str] | None:
+    """'Who is the spouse of the Green performer' -> ['the performer of Green', 'Who is the spouse
+    of the performer']: the named thing's role is the bridge, asked first; the question then asks
+    about whoever holds it (FiF composes the found name into 'the performer')."""
+    m = ATTRIBUTIVE_RE.search(q)
+    if m is None or DEMONYM_RE.match(m.group("name")):
+        return None
+    role = m.group("role")
+    main = _clean(f"{q[: m.start()]}the {role}{q[m.end():]}")
+    if len(content_tokens(main) - content_tokens(role) - QUESTION_WORDS) == 0:
+        return None  # nothing is asked about the role's holder beyond the phrase itself
+    return [f"the {role} of {m.group('name')}", main]
+
+
 def _of_bridge(q: str) -> list[str] | None:
     """'The director of the romantic comedy "Big Stone Gap" is based in what city' ->
     ['the director of the romantic comedy "Big Stone Gap"', 'The director is based in what city']."""
@@ -118,7 +146,7 @@ def decompose(question: str) -> list[dict[str, Any]]:
     parts: list[str] | None = None
     dependent = False
     if (parts := _comparison(q)) is None:
-        parts = _relative_bridge(q) or _of_bridge(q)
+        parts = _attributive_bridge(q) or _relative_bridge(q) or _of_bridge(q)
         dependent = parts is not None
     if not parts:
         parts = [q]
