@@ -129,6 +129,17 @@ def test_rules_ask_first_for_a_role_written_before_a_name():
     assert len(decompose('In what city did the "Prince of tenors" star in a film?')) == 1
 
 
+def test_rules_give_a_question_waiting_for_its_verb_the_verb_after_the_relative_clause():
+    """The main clause's own verb comes after a relative clause when the question waits for it
+    ("When was the institute ... founded"); a clause with its own auxiliary keeps its verb."""
+    assert [s["text"] for s in decompose("When was the institute that owned The Collegian founded?")] == [
+        "the institute that owned The Collegian", "When was the institute founded"]
+    assert [s["text"] for s in decompose("When did the band that recorded Green form?")] == [
+        "the band that recorded Green", "When did the band form"]
+    bridge, main = [s["text"] for s in decompose("What is the nickname of the city where the Pavilion is located?")]
+    assert bridge.endswith("where the Pavilion is located") and not main.endswith("located")
+
+
 def test_rules_modality_follows_the_papers_heuristics():
     assert modality_of("What was the total revenue in 2019?") == "table"
     assert modality_of("What colour is the logo?") == "figure"

@@ -40,6 +40,16 @@ ATTRIBUTIVE_RE = re.compile(
     r"\b(?i:the)\s+(?P<name>\"[^\"]+\"|“[^”]+”|[A-Z0-9][\w'’.&-]*(?:\s+(?:of|the|and|de|[A-Z0-9][\w'’.&-]*))*?)"
     r"\s+(?P<role>" + ROLE_NOUNS + r")\b"
 )
+# "When was the institute that owned The Collegian founded?": a question whose main clause waits
+# for its verb ("When was the institute ... founded") ends with that verb, after the relative clause.
+AWAITS_VERB_RE = re.compile(r"^(?i:(?:in\s+)?(?:when|where|what\s+year|which\s+year|what|which|who|how)\s+(?:was|were|is|are|did|does|do|has|have|had)\s)")
+TRAILING_VERBS = frozenset((
+    "born founded established formed created released built opened published written located launched introduced "
+    "discovered died made produced directed designed named held signed elected married buried started begun began "
+    "completed ended closed incorporated headquartered based formed form die start end begin open close win join become "
+    "leave move retire marry found establish release debut premiere air premiered aired debuted"
+).split())
+AUXILIARIES = frozenset("is was are were be been being has have had".split())
 DEMONYM_RE = re.compile(r"^[A-Z][a-z]+(?:an|ish|ese|ch|i)$")
 COMPARE_OR_RE = re.compile(
     r"^(?P<pre>.*?)(?P<a>(?:\"[^\"]+\"|[A-Z0-9][\w'’.&-]*(?:\s+(?:of|the|and|de|la|van|von|[A-Z0-9][\w'’.&-]*))*)(?:\s*\([^)]*\))?)"
@@ -106,8 +116,13 @@ def _relative_bridge(q: str) -> list[str] | None:
         clause = q[m.end():]
         if len(clause.split()) < 2:
             continue
-        bridge = _clean(f"{head.group(1)} {m.group(1)} {clause}")
         main = _clean(before)
+        words = clause.split()
+        if AWAITS_VERB_RE.match(main) and len(words) > 2 and words[-1].lower().strip("?.,") in TRAILING_VERBS \
+                and words[-2].lower() not in AUXILIARIES:  # "... where X is located": the clause's own verb
+            main, clause = f"{main} {words[-1]}", " ".join(words[:-1])  # the main clause's own verb
+        bridge = _clean(f"{head.group(1)} {m.group(1)} {clause}")
+        main = _clean(main)
         if len(content_tokens(main) - QUESTION_WORDS) == 0:
             continue
         return [bridge, main]
