@@ -140,6 +140,21 @@ def test_rules_give_a_question_waiting_for_its_verb_the_verb_after_the_relative_
     assert bridge.endswith("where the Pavilion is located") and not main.endswith("located")
 
 
+def test_rules_split_a_chain_of_of_phrases_at_the_innermost_one():
+    """"the sibling of the author of X": the author of X is the first hop, then the question is asked
+    of the author; a lower-case word before the name ("film") and a noun with its own "of" stay in."""
+    cases = {
+        "Who is the sibling of the author of Kapalkundala?": ["the author of Kapalkundala", "Who is the sibling of the author"],
+        "Who is the mother of the director of film Polish Roulette?": [
+            "the director of film Polish Roulette", "Who is the mother of the director"],
+        "What is the capital of the country of citizenship of Ivan Shmelyov?": [
+            "the country of citizenship of Ivan Shmelyov", "What is the capital of the country of citizenship"],
+    }
+    for question, parts in cases.items():
+        subs = decompose(question)
+        assert [s["text"] for s in subs] == parts and subs[1]["depends_on"] == [0], question
+
+
 def test_rules_modality_follows_the_papers_heuristics():
     assert modality_of("What was the total revenue in 2019?") == "table"
     assert modality_of("What colour is the logo?") == "figure"

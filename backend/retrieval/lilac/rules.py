@@ -152,8 +152,25 @@ def _of_bridge(q: str) -> list[str] | None:
     rest = _clean(q[: m.start()] + m.group(1) + q[m.end():])
     bridge = _clean(m.group(0))
     if len(content_tokens(rest) - content_tokens(m.group(1)) - QUESTION_WORDS) == 0:
-        return None  # nothing is asked about the bridge entity beyond the phrase itself
+        return _inner_of_bridge(q, m)  # nothing is asked beyond the phrase: a chain ("the sibling of the author of X")?
     return [bridge, rest]
+
+
+INNER_OF_RE = re.compile(r"\b(?i:the)\s+(?P<noun>[a-z-]+(?:\s+of\s+[a-z-]+|\s+[a-z-]+)?)\s+of\s+(?:the\s+)?(?:[a-z-]+\s+){0,2}?(?P<name>\"[^\"]+\"|“[^”]+”|[A-Z0-9][\w'’.&-]*(?:\s+[A-Z0-9][\w'’.&-]*)*)")
+
+
+def _inner_of_bridge(q: str, outer: re.Match) -> list[str] | None:
+    """'Who is the sibling of the author of Kapalkundala' -> ['the author of Kapalkundala', 'Who is
+    the sibling of the author']: in a chain of of-phrases the innermost one, ending at the name,
+    is the first hop, and the question is then asked of its holder."""
+    m = INNER_OF_RE.search(outer.group(3))
+    if m is None:
+        return None
+    start = outer.start(3) + m.start()
+    main = _clean(f"{q[:start]}the {m.group('noun')}{q[outer.start(3) + m.end():]}")
+    if len(content_tokens(main) - content_tokens(m.group("noun")) - QUESTION_WORDS) == 0:
+        return None
+    return [_clean(m.group(0)), main]
 
 
 def decompose(question: str) -> list[dict[str, Any]]:
