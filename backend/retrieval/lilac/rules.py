@@ -42,11 +42,14 @@ ATTRIBUTIVE_RE = re.compile(
 )
 # "When was the institute that owned The Collegian founded?": a question whose main clause waits
 # for its verb ("When was the institute ... founded") ends with that verb, after the relative clause.
-AWAITS_VERB_RE = re.compile(r"^(?i:(?:in\s+)?(?:when|where|what\s+year|which\s+year|what|which|who|how)\s+(?:was|were|is|are|did|does|do|has|have|had)\s)")
+AWAITS_VERB_RE = re.compile(
+    r"^(?i:(?:in\s+)?(?:when|where|what\s+year|which\s+year|what|which|who|how)\s+"
+    r"(?:was|were|is|are|did|does|do|has|have|had)\s)"
+)
 TRAILING_VERBS = frozenset((
     "born founded established formed created released built opened published written located launched introduced "
     "discovered died made produced directed designed named held signed elected married buried started begun began "
-    "completed ended closed incorporated headquartered based formed form die start end begin open close win join become "
+    "completed ended closed incorporated headquartered based form die start end begin open close win join become "
     "leave move retire marry found establish release debut premiere air premiered aired debuted"
 ).split())
 AUXILIARIES = frozenset("is was are were be been being has have had".split())
@@ -120,7 +123,7 @@ def _relative_bridge(q: str) -> list[str] | None:
         words = clause.split()
         if AWAITS_VERB_RE.match(main) and len(words) > 2 and words[-1].lower().strip("?.,") in TRAILING_VERBS \
                 and words[-2].lower() not in AUXILIARIES:  # "... where X is located": the clause's own verb
-            main, clause = f"{main} {words[-1]}", " ".join(words[:-1])  # the main clause's own verb
+            main, clause = f"{main} {words[-1]}", " ".join(words[:-1])
         bridge = _clean(f"{head.group(1)} {m.group(1)} {clause}")
         main = _clean(main)
         if len(content_tokens(main) - QUESTION_WORDS) == 0:
@@ -156,7 +159,10 @@ def _of_bridge(q: str) -> list[str] | None:
     return [bridge, rest]
 
 
-INNER_OF_RE = re.compile(r"\b(?i:the)\s+(?P<noun>[a-z-]+(?:\s+of\s+[a-z-]+|\s+[a-z-]+)?)\s+of\s+(?:the\s+)?(?:[a-z-]+\s+){0,2}?(?P<name>\"[^\"]+\"|“[^”]+”|[A-Z0-9][\w'’.&-]*(?:\s+[A-Z0-9][\w'’.&-]*)*)")
+INNER_OF_RE = re.compile(
+    r"\b(?i:the)\s+(?P<noun>[a-z-]+(?:\s+of\s+[a-z-]+|\s+[a-z-]+)?)\s+of\s+(?:the\s+)?(?:[a-z-]+\s+){0,2}?"
+    r"(?P<name>\"[^\"]+\"|“[^”]+”|[A-Z0-9][\w'’.&-]*(?:\s+[A-Z0-9][\w'’.&-]*)*)"
+)
 
 
 def _inner_of_bridge(q: str, outer: re.Match) -> list[str] | None:
