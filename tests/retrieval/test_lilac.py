@@ -145,6 +145,8 @@ def test_rules_split_a_chain_of_of_phrases_at_the_innermost_one():
     of the author; a lower-case word before the name ("film") and a noun with its own "of" stay in."""
     cases = {
         "Who is the sibling of the author of Kapalkundala?": ["the author of Kapalkundala", "Who is the sibling of the author"],
+        "Who is the mother of the sibling of the author of Kapalkundala?": [
+            "the author of Kapalkundala", "Who is the mother of the sibling of the author"],
         "Who is the mother of the director of film Polish Roulette?": [
             "the director of film Polish Roulette", "Who is the mother of the director"],
         "What is the capital of the country of citizenship of Ivan Shmelyov?": [

@@ -160,7 +160,7 @@ def _of_bridge(q: str) -> list[str] | None:
 
 
 INNER_OF_RE = re.compile(
-    r"\b(?i:the)\s+(?P<noun>[a-z-]+(?:\s+of\s+[a-z-]+|\s+[a-z-]+)?)\s+of\s+(?:the\s+)?(?:[a-z-]+\s+){0,2}?"
+    r"\b(?i:the)\s+(?P<noun>[a-z-]+(?:\s+of\s+[a-z-]+|\s+[a-z-]+)?)\s+of\s+(?:the\s+)?(?:(?!of\b)[a-z-]+\s+){0,2}?"
     r"(?P<name>\"[^\"]+\"|“[^”]+”|[A-Z0-9][\w'’.&-]*(?:\s+[A-Z0-9][\w'’.&-]*)*)"
 )
 
