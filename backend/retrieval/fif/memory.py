@@ -110,7 +110,7 @@ def max_into_column(col: SparseColumn, group: np.ndarray, members: np.ndarray) -
     g = g[valid]
     if col.rest is not None:
         held = np.bincount(g, minlength=len(members))
-        out[held < members] = np.maximum(out[held < members], col.rest)
+        out[held < members] = max(col.rest, 0.0)  # max_into's floor is 0
     np.maximum.at(out, g, col.values[valid])
     return out
 

@@ -132,6 +132,12 @@ def _relative_bridge(q: str) -> list[str] | None:
     return None
 
 
+def _asks_beyond(main: str, phrase: str) -> bool:
+    """Whether the question left after taking out a bridge asks about something beyond the phrase
+    that stands for the bridge (a content word that is neither the phrase's nor a question word)."""
+    return bool(content_tokens(main) - content_tokens(phrase) - QUESTION_WORDS)
+
+
 def _attributive_bridge(q: str) -> list[str] | None:
     """'Who is the spouse of the Green performer' -> ['the performer of Green', 'Who is the spouse
     of the performer']: the named thing's role is the bridge, asked first; the question then asks
@@ -141,7 +147,7 @@ def _attributive_bridge(q: str) -> list[str] | None:
         return None
     role = m.group("role")
     main = _clean(f"{q[: m.start()]}the {role}{q[m.end():]}")
-    if len(content_tokens(main) - content_tokens(role) - QUESTION_WORDS) == 0:
+    if not _asks_beyond(main, role):
         return None  # nothing is asked about the role's holder beyond the phrase itself
     return [f"the {role} of {m.group('name')}", main]
 
@@ -154,7 +160,7 @@ def _of_bridge(q: str) -> list[str] | None:
         return None
     rest = _clean(q[: m.start()] + m.group(1) + q[m.end():])
     bridge = _clean(m.group(0))
-    if len(content_tokens(rest) - content_tokens(m.group(1)) - QUESTION_WORDS) == 0:
+    if not _asks_beyond(rest, m.group(1)):
         return _inner_of_bridge(q, m)  # nothing is asked beyond the phrase: a chain ("the sibling of the author of X")?
     return [bridge, rest]
 
@@ -174,7 +180,7 @@ def _inner_of_bridge(q: str, outer: re.Match) -> list[str] | None:
         return None
     start = outer.start(3) + m.start()
     main = _clean(f"{q[:start]}the {m.group('noun')}{q[outer.start(3) + m.end():]}")
-    if len(content_tokens(main) - content_tokens(m.group("noun")) - QUESTION_WORDS) == 0:
+    if not _asks_beyond(main, m.group("noun")):
         return None
     return [_clean(m.group(0)), main]
 
