@@ -140,6 +140,16 @@ def test_rules_give_a_question_waiting_for_its_verb_the_verb_after_the_relative_
     assert bridge.endswith("where the Pavilion is located") and not main.endswith("located")
 
 
+def test_rules_take_a_relative_clause_head_from_a_whole_word():
+    """The head before a relative pronoun starts at a determiner that is a word of its own: the "an"
+    at the end of "metropolitan" made the bridge "an area of the city that ...". The innermost head
+    is the first hop of the chain (the city, then its metropolitan area, then the population)."""
+    bridge, main = [s["text"] for s in decompose(
+        "What was the 2010 population of the metropolitan area of the city that is home to the Memphis Hustle?")]
+    assert bridge == "the city that is home to the Memphis Hustle"
+    assert main == "What was the 2010 population of the metropolitan area of the city"
+
+
 def test_rules_split_a_chain_of_of_phrases_at_the_innermost_one():
     """"the sibling of the author of X": the author of X is the first hop, then the question is asked
     of the author; a lower-case word before the name ("film") and a noun with its own "of" stay in."""

@@ -112,7 +112,7 @@ def _relative_bridge(q: str) -> list[str] | None:
         before = q[:start]
         # The head noun phrase: the last 1-4 words before the pronoun, from its determiner.
         head = re.search(
-            r"((?i:the|a|an|this|that)\s+(?:[\w'’-]+\s+){0,3}[\w'’-]+|[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*)$", before.strip()
+            r"(\b(?i:the|a|an|this|that)\s+(?:[\w'’-]+\s+){0,3}[\w'’-]+|\b[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*)$", before.strip()
         )
         if head is None or len(before.split()) < 2 or _clean(before).lower() == head.group(1).lower():
             continue  # a subject relative ("The manager who ... managed X"): its end is unknown without a parser
