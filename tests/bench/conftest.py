@@ -45,3 +45,8 @@ def page_baselines_mod():
 @pytest.fixture(scope="session")
 def diagnose_mod():
     return load_bench_module("diagnose")
+
+
+@pytest.fixture(scope="session")
+def phrasing_probe_mod():
+    return load_bench_module("phrasing_probe")

@@ -1,0 +1,53 @@
+"""bench/phrasing_probe.py keeps to the tune half: a rewrite must rewrite a tune-half question and
+keep its gold pages, and the shipped probe names only files of the collection's corpus."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+
+def _bench(tmp_path, split_mod):
+    """A one-collection bench folder with a tune-half and a check-half question."""
+    ids = [f"hotpot-{i}" for i in range(40)]
+    tune = next(i for i in ids if split_mod.split_of(i) == "tune")
+    check = next(i for i in ids if split_mod.split_of(i) == "check")
+    folder = tmp_path / "bench" / "dev-hotpot-pdf"
+    folder.mkdir(parents=True)
+    rows = [{"id": i, "question": f"q {i}", "gold": [{"doc": "A.pdf", "page": 1}]} for i in (tune, check)]
+    (folder / "questions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return folder.parent, tune, check
+
+
+def _probe(tmp_path, rows):
+    path = tmp_path / "probe.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_a_rewrite_of_a_tune_question_with_its_gold_loads(tmp_path, split_mod, phrasing_probe_mod):
+    bench, tune, _ = _bench(tmp_path, split_mod)
+    probe = _probe(tmp_path, [{"id": "r", "kind": "rewrite", "of": tune, "question": "Q?", "gold": ["A.pdf"]},
+                              {"id": "c", "kind": "3-page chain", "of": "", "question": "C?", "gold": ["A.pdf", "B.pdf", "C.pdf"]}])
+    rows, originals = phrasing_probe_mod.load_probe(probe, bench)
+    assert [r["id"] for r in rows] == ["r", "c"] and originals[tune]["question"] == f"q {tune}"
+
+
+@pytest.mark.parametrize("which, gold", [("check", ["A.pdf"]), ("tune", ["B.pdf"])])
+def test_a_rewrite_of_a_check_question_or_with_other_gold_is_refused(tmp_path, split_mod, phrasing_probe_mod, which, gold):
+    bench, tune, check = _bench(tmp_path, split_mod)
+    probe = _probe(tmp_path, [{"id": "r", "kind": "rewrite", "of": tune if which == "tune" else check,
+                               "question": "Q?", "gold": gold}])
+    with pytest.raises(SystemExit):
+        phrasing_probe_mod.load_probe(probe, bench)
+
+
+def test_the_shipped_probe_keeps_to_the_tune_half_and_the_corpus(split_mod, phrasing_probe_mod):
+    bench = split_mod.DEFAULT_BENCH
+    corpus = bench / "dev-hotpot-pdf" / "corpus"
+    if not corpus.is_dir():
+        pytest.skip(f"no dev-hotpot-pdf at {bench}")
+    rows, _ = phrasing_probe_mod.load_probe(phrasing_probe_mod.PROBE, bench)
+    assert len(rows) == 47
+    assert all((corpus / g).is_file() for r in rows for g in r["gold"])
