@@ -32,7 +32,6 @@ subgraph; here the reader reads the components), or search figures by their pixe
 from __future__ import annotations
 
 import math
-from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,6 +91,16 @@ def _build_mention_index(corpus) -> MentionIndex:
     return MentionIndex(starts, (key % n_comps).astype(np.int32))
 
 
+def _mentions_of(index: MentionIndex, node_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(who, comp, counts): node_rows[who[i]] is mentioned in component comp[i], entity by entity
+    in the order of node_rows, each entity's components sorted; counts: components per entity."""
+    starts = index.starts[node_rows]
+    counts = index.starts[node_rows + 1] - starts
+    who = np.repeat(np.arange(len(node_rows)), counts)
+    offsets = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+    return who, index.comps[np.repeat(starts, counts) + offsets].astype(np.int64), counts
+
+
 def entity_rows(corpus) -> np.ndarray:
     """(n_nodes,) each node's row in the entities layer, -1 for other nodes; once per loaded corpus."""
     return corpus.derived(_build_entity_rows)
@@ -125,14 +134,13 @@ class Followed:
         first = np.r_[True, (src[1:] != src[:-1]) | (dst[1:] != dst[:-1]) | (prov[1:] != prov[:-1])] if len(src) else order
         return cls(src[first], dst[first], prov[first], score[first])
 
-    def pairs(self, entity_rows_in_order: np.ndarray) -> set[tuple[int, int]]:
-        """The (source, target) pairs as positions in `entity_rows_in_order` (node rows)."""
+    def pairs(self, entity_rows_in_order: np.ndarray) -> np.ndarray:
+        """The distinct (source, target) pairs as positions in `entity_rows_in_order` (node rows): (m, 2)."""
         if not len(self.src):
-            return set()
+            return np.zeros((0, 2), dtype=np.int64)
         sorter = np.argsort(entity_rows_in_order, kind="stable")
         ends = np.unique(np.stack([self.src, self.dst], axis=1).astype(np.int64), axis=0)
-        at = sorter[np.searchsorted(entity_rows_in_order, ends, sorter=sorter)]
-        return set(map(tuple, at.tolist()))
+        return sorter[np.searchsorted(entity_rows_in_order, ends, sorter=sorter)]
 
     def best(self, edges, k: int) -> list[tuple[str, str, str, float]]:
         """The k highest-scored edges as (source id, target id, relation, score), ties by the ids and relation."""
@@ -147,14 +155,16 @@ class Followed:
 
 @dataclass(frozen=True, slots=True)
 class Evidence:
-    """The components the reached entities are mentioned in (sorted rows) and each one's best entity."""
+    """The components the reached entities are mentioned in (sorted rows) and each one's best
+    entity (its node row; `ids` names the nodes)."""
 
     rows: np.ndarray
-    entities: list[str]
+    entity_rows: np.ndarray
+    ids: list[str]
 
     def entity_of(self, row: int) -> str | None:
         i = int(np.searchsorted(self.rows, row))
-        return self.entities[i] if i < len(self.rows) and self.rows[i] == row else None
+        return self.ids[int(self.entity_rows[i])] if i < len(self.rows) and self.rows[i] == row else None
 
     def best(self, final: np.ndarray, ids: list[str], k: int) -> list[tuple[float, int]]:
         """The k best of these components by final score rounded to 6 places, ties by id: (score, row)."""
@@ -302,42 +312,53 @@ class MMGraphRetriever(Retriever):
         question are mentioned in ~185k units, which a loop over the units took ~0.8 s to read."""
         index = mention_index(self.corpus)
         ents = list(reached)
-        node_rows = np.array([self.corpus.nodes.rows[e] for e in ents], dtype=np.int64)
-        mentioned = [index.of(r) for r in node_rows.tolist()]  # each entity's components, sorted rows
-        counts = {e: len(m) for e, m in zip(ents, mentioned)}
-        hubs = {e: counts[e] for e in ents if damp_mentions and counts[e] > HUB_RELATIONS}
-        value = np.array([reached[e] * (math.sqrt(HUB_RELATIONS / hubs[e]) if e in hubs else 1.0) for e in ents],
-                         dtype=np.float64)
-        comp = np.concatenate(mentioned + [np.zeros(0, dtype=np.int32)]).astype(np.int64)
-        who = np.repeat(np.arange(len(ents)), [len(m) for m in mentioned])
-        # The best entity of each component: the highest value, ties to the greater id (as max over (value, id)).
+        node_rows = np.fromiter((self.corpus.nodes.rows[e] for e in ents), dtype=np.int64, count=len(ents))
+        who, comp, counts = _mentions_of(index, node_rows)  # who mentions which component, by entity then component
+        hub = (counts > HUB_RELATIONS) if damp_mentions else np.zeros(len(ents), dtype=bool)
+        hubs = {ents[i]: int(counts[i]) for i in np.flatnonzero(hub).tolist()}
+        value = np.fromiter(reached.values(), dtype=np.float64, count=len(ents))
+        value[hub] *= np.sqrt(HUB_RELATIONS / counts[hub])
+        # The best entity of each component: the highest value, ties to the greater id (as max over
+        # (value, id)). The entities are put in that order once; each component keeps its first.
         id_rank = np.empty(len(ents), dtype=np.int64)
-        id_rank[np.argsort(np.array(ents, dtype=object), kind="stable")] = np.arange(len(ents))
-        order = np.lexsort((-id_rank[who], -value[who], comp))
-        first = order[np.r_[True, comp[order][1:] != comp[order][:-1]]] if len(order) else order
-        rows, best = comp[first], who[first]
-        states = self._stating(mentioned, followed.pairs(node_rows), len(comps.ids))
+        id_rank[np.argsort(np.array(ents, dtype=str), kind="stable")] = np.arange(len(ents))
+        order = np.lexsort((-id_rank, -value))
+        priority = np.empty(len(ents), dtype=np.int64)
+        priority[order] = np.arange(len(ents))
+        first = np.full(len(comps.ids), len(ents), dtype=np.int64)
+        np.minimum.at(first, comp, priority[who])
+        rows = np.flatnonzero(first < len(ents))
+        best = order[first[rows]]
+        states = self._stating(who, comp, followed.pairs(node_rows), len(comps.ids))
         entity_term = np.zeros(len(comps.ids), dtype=np.float32)
         entity_term[rows] = np.minimum(1.0, value[best] + np.where(states[rows], RELATION_BONUS, 0.0))
-        return entity_term, Evidence(rows, [ents[i] for i in best.tolist()]), hubs
+        return entity_term, Evidence(rows, node_rows[best], self.corpus.nodes.ids), hubs
 
     @staticmethod
-    def _stating(mentioned: list[np.ndarray], pairs: set[tuple[int, int]], n_comps: int) -> np.ndarray:
+    def _stating(who: np.ndarray, comp: np.ndarray, pairs: np.ndarray, n_comps: int) -> np.ndarray:
         """(n_comps,) True for the components that state a followed relation: they mention both of
-        its ends. The relations are grouped by their busier end (an anchor with thousands of
-        relations is one group, not thousands of set intersections): the components that mention
-        any partner of the group's end are marked, and those of the end's own that are marked state one."""
-        degree = Counter(i for pair in pairs for i in pair)
-        partners: dict[int, list[int]] = defaultdict(list)
-        for i, j in pairs:
-            key, other = (i, j) if (degree[i], -i) >= (degree[j], -j) else (j, i)
-            partners[key].append(other)
+        its ends. `who`/`comp`: the (entity, component) mentions sorted by entity, then component;
+        `pairs`: (m, 2) the relations' ends as entities. The relations are grouped by their busier
+        end (an anchor with thousands of relations is one group, not thousands of set
+        intersections): the components that mention any partner of the group's end are marked, and
+        those of the end's own that are marked state one."""
         states = np.zeros(n_comps, dtype=bool)
+        if not len(pairs) or not len(comp):
+            return states
+        n_ents = int(max(who.max(), pairs.max())) + 1
+        ends = np.cumsum(np.bincount(who, minlength=n_ents))
+        starts = ends - np.bincount(who, minlength=n_ents)
+        degree = np.bincount(pairs.ravel(), minlength=n_ents)
+        partners: dict[int, list[int]] = {}
+        for i, j in pairs.tolist():
+            key, other = (i, j) if (degree[i], -i) >= (degree[j], -j) else (j, i)
+            partners.setdefault(key, []).append(other)
         marked = np.zeros(n_comps, dtype=bool)
         for key, others in partners.items():
-            rows = np.concatenate([mentioned[o] for o in others])
+            rows = np.concatenate([comp[starts[o]:ends[o]] for o in others])
             marked[rows] = True
-            states[mentioned[key][marked[mentioned[key]]]] = True
+            own = comp[starts[key]:ends[key]]
+            states[own[marked[own]]] = True
             marked[rows] = False
         return states
 

@@ -260,34 +260,38 @@ def test_the_trace_s_reached_components_are_the_best_by_rounded_score_ties_by_id
     final = np.array([0.5, 0.7000001, 0.7, 0.1, 0.7000004, 0.3, 0.69999995], dtype=np.float32)
     ids = ["g", "f", "e", "d", "c", "b", "a"]
     reached = [0, 1, 2, 4, 5, 6]
-    evidence = Evidence(np.array(reached), [f"ent{r}" for r in reached])
+    names = [f"ent{r}" for r in range(10)]
+    evidence = Evidence(np.array(reached), np.array(reached), names)
     for k in (1, 3, 4, 10):
         expected = heapq.nsmallest(k, ((-round(float(final[r]), 6), ids[r]) for r in reached))
         assert [(score, ids[r]) for score, r in evidence.best(final, ids, k)] == [(-neg, i) for neg, i in expected], k
     assert evidence.entity_of(4) == "ent4" and evidence.entity_of(3) is None and evidence.entity_of(99) is None
-    assert Evidence(np.zeros(0, dtype=np.int64), []).best(final, ids, 5) == []
+    assert Evidence(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), names).best(final, ids, 5) == []
 
 
 def test_the_components_stating_a_followed_relation_are_those_mentioning_both_of_its_ends():
-    """Grouped by the busier end (one hub, many partners), the marking gives what intersecting the
-    two ends' components for every relation gives, a relation of an entity with itself included."""
+    """Looked up from each relation's end with fewer mentions (one hub, many partners; an entity
+    that mentions nothing), the marking gives what intersecting the two ends' components for every
+    relation gives, a relation of an entity with itself included."""
     import numpy as np
 
     from backend.retrieval.mmgraph import MMGraphRetriever
 
     rng = np.random.default_rng(7)
     n_comps, n_ents = 200, 40
-    mentioned = [np.unique(rng.integers(0, n_comps, rng.integers(0, 30))).astype(np.int32) for _ in range(n_ents)]
+    mentioned = [np.unique(rng.integers(0, n_comps, rng.integers(0, 30))).astype(np.int64) for _ in range(n_ents)]
+    mentioned[3] = mentioned[3][:0]
     names = [f"e{i}" for i in range(n_ents)]
     position = {e: i for i, e in enumerate(names)}
     followed = {("e0", f"e{j}", "rel"): 0.5 for j in range(1, 25)}  # a hub
     followed |= {(f"e{i}", f"e{i + 1}", "next"): 0.1 for i in range(25, 39)}  # a chain
-    followed |= {("e30", "e30", "self"): 0.2, ("e7", "e0", "back"): 0.3}
+    followed |= {("e30", "e30", "self"): 0.2, ("e7", "e0", "back"): 0.3, ("e3", "e0", "empty"): 0.1}
     expected = np.zeros(n_comps, dtype=bool)
     for s, d, _rel in followed:
         expected[np.intersect1d(mentioned[position[s]], mentioned[position[d]])] = True
-    pairs = {(position[s], position[d]) for s, d, _rel in followed}
-    got = MMGraphRetriever._stating(mentioned, pairs, n_comps)
+    pairs = np.array(sorted({(position[s], position[d]) for s, d, _rel in followed}))
+    who = np.repeat(np.arange(n_ents), [len(m) for m in mentioned])
+    got = MMGraphRetriever._stating(who, np.concatenate(mentioned), pairs, n_comps)
     assert expected.any() and (got == expected).all()
 
 
@@ -310,5 +314,5 @@ def test_followed_edges_keep_each_edge_once_with_its_best_score_and_order_as_the
         expected = [(s, d, r, sc) for (s, d, r), sc in sorted(reference.items(), key=lambda kv: (-kv[1], kv[0]))[:k]]
         assert followed.best(table, k) == expected, k
     order = np.array([3, 2, 0, 1])  # node rows of the reached entities, in their order
-    assert followed.pairs(order) == {(2, 3), (1, 2), (0, 0)}
-    assert Followed.of([]).best(table, 5) == [] and Followed.of([]).pairs(order) == set()
+    assert set(map(tuple, followed.pairs(order).tolist())) == {(2, 3), (1, 2), (0, 0)}
+    assert Followed.of([]).best(table, 5) == [] and Followed.of([]).pairs(order).shape == (0, 2)
