@@ -16,8 +16,9 @@ slides/brochures).
 
 Variants (--variants, comma-separated; each is an encoder set plus options joined by '+'):
 torch (sentence-transformers, as before issue 9), onnx (fp32 ONNX Runtime), onnx-int8 (int8
-weights), each optionally '+derive' (section and document vectors from their components') and
-'+one' (the pages of a file read by the parse worker alone, without its page helper: the
+weights), static (WordLlama for every layer: what ingest costs with no transformer at all; its
+retrieval quality is in bench/RESULTS.md, 2026-11-25, fourteenth session), each optionally
+'+derive' (section and document vectors from their components') and '+one' (the pages of a file read by the parse worker alone, without its page helper: the
 baseline of STRATA_INGEST__PARSE_PROCESSES).
 
 Each row says the load average (1 min) before and after it. Usage:
@@ -136,7 +137,12 @@ def strata_encoders(variant: str, cache: Path):
     base = variant.split("+")[0]
     if base in ("torch", "onnx", "onnx-int8"):
         return build_encoders(IndexSettings(text_runtime=base), onnx_cache=cache)
-    raise SystemExit(f"Unknown variant '{variant}': use torch, onnx or onnx-int8, optionally with '+derive'.")
+    if base == "static":  # WordLlama for every layer: no transformer at ingest (bench only; not a setting)
+        from backend.index.encoders import EncoderSet, QueryCachingEncoder, WordLlamaEncoder
+
+        static = QueryCachingEncoder(WordLlamaEncoder())
+        return EncoderSet(static, static)
+    raise SystemExit(f"Unknown variant '{variant}': use torch, onnx, onnx-int8 or static, optionally with '+derive'.")
 
 
 def strata_pass(kind: str, files: list[Path], variant: str, encoders, ws_root: Path) -> Run:
