@@ -156,15 +156,14 @@ class Followed:
 @dataclass(frozen=True, slots=True)
 class Evidence:
     """The components the reached entities are mentioned in (sorted rows) and each one's best
-    entity (its node row; `ids` names the nodes)."""
+    entity (its node row)."""
 
     rows: np.ndarray
     entity_rows: np.ndarray
-    ids: list[str]
 
-    def entity_of(self, row: int) -> str | None:
+    def entity_of(self, row: int) -> int | None:
         i = int(np.searchsorted(self.rows, row))
-        return self.ids[int(self.entity_rows[i])] if i < len(self.rows) and self.rows[i] == row else None
+        return int(self.entity_rows[i]) if i < len(self.rows) and self.rows[i] == row else None
 
     def best(self, final: np.ndarray, ids: list[str], k: int) -> list[tuple[float, int]]:
         """The k best of these components by final score rounded to 6 places, ties by id: (score, row)."""
@@ -238,8 +237,9 @@ class MMGraphRetriever(Retriever):
         else:
             ent_scores = sc.hybrid(entities, query, sc.encode(self.sub_encoder, [query])[0], alpha)
         anchors = top_scored(entities.ids, ent_scores, k, "entity match")
-        reached: dict[str, float] = {a.node_id: a.score for a in anchors}
-        via: dict[str, str] = {a.node_id: "matched" for a in anchors}
+        # Reached entities by node row: a broad walk over 100k pages reaches ~50k of them.
+        reached: dict[int, float] = {corpus.nodes.rows[a.node_id]: a.score for a in anchors}
+        via: dict[int, str] = {corpus.nodes.rows[a.node_id]: "matched" for a in anchors}
 
         # 2. Subgraph extraction: narrow (both ends in V_K) or broad (one end in V_K).
         followed = self._walk(anchors, broad, ent_scores, reached, via)
@@ -263,15 +263,15 @@ class MMGraphRetriever(Retriever):
         ))
         return results
 
-    def _walk(self, anchors: list[ScoredNode], broad: bool, ent_scores: np.ndarray, reached: dict[str, float],
-              via: dict[str, str]) -> Followed:
+    def _walk(self, anchors: list[ScoredNode], broad: bool, ent_scores: np.ndarray, reached: dict[int, float],
+              via: dict[int, str]) -> Followed:
         """Follow the anchors' relation edges one hop (narrow: only to other anchors), filling
         `reached` and `via` in place: an entity at the end of a followed edge scores the higher of
         its own match and DECAY * its anchor's match, damped for an anchor with many relations.
         On the edge table's columns: an anchor named across a big corpus has tens of thousands of
         relations, which one Edge record each took ~1 s a question to walk at 100k pages."""
         corpus = self.corpus
-        edges, ids = corpus.edges, corpus.nodes.ids
+        edges = corpus.edges
         layer_row = entity_rows(corpus)
         matched = np.array([corpus.nodes.rows[a.node_id] for a in anchors], dtype=np.int64)
         parts = []
@@ -289,7 +289,7 @@ class MMGraphRetriever(Retriever):
             rows = layer_row[found]
             own = np.where(rows >= 0, ent_scores[np.maximum(rows, 0)], 0.0).tolist()
             anchor_name = corpus.nodes.text_of(a.node_id)
-            for entity, own_score in zip((ids[o] for o in found.tolist()), own):
+            for entity, own_score in zip(found.tolist(), own):
                 if entity not in reached:
                     reached[entity] = float(own_score)
                 if score > reached[entity]:
@@ -298,8 +298,8 @@ class MMGraphRetriever(Retriever):
             parts.append((src, dst, prov, np.full(len(src), score)))
         return Followed.of(parts)
 
-    def _evidence(self, reached: dict[str, float], followed: Followed,
-                  comps, damp_mentions: bool) -> tuple[np.ndarray, Evidence, dict[str, int]]:
+    def _evidence(self, reached: dict[int, float], followed: Followed,
+                  comps, damp_mentions: bool) -> tuple[np.ndarray, Evidence, dict[int, int]]:
         """e(c) for every component (n_components,), the entity that gave it to each component an
         entity reaches, and the damped hubs (entity -> components that mention it).
 
@@ -311,11 +311,12 @@ class MMGraphRetriever(Retriever):
         Array maths over the corpus's mention index: at 10k pages the reached entities of a
         question are mentioned in ~185k units, which a loop over the units took ~0.8 s to read."""
         index = mention_index(self.corpus)
-        ents = list(reached)
-        node_rows = np.fromiter((self.corpus.nodes.rows[e] for e in ents), dtype=np.int64, count=len(ents))
+        node_rows = np.fromiter(reached.keys(), dtype=np.int64, count=len(reached))
+        ids = self.corpus.nodes.ids
+        ents = [ids[r] for r in reached]
         who, comp, counts = _mentions_of(index, node_rows)  # who mentions which component, by entity then component
         hub = (counts > HUB_RELATIONS) if damp_mentions else np.zeros(len(ents), dtype=bool)
-        hubs = {ents[i]: int(counts[i]) for i in np.flatnonzero(hub).tolist()}
+        hubs = {int(node_rows[i]): int(counts[i]) for i in np.flatnonzero(hub).tolist()}
         value = np.fromiter(reached.values(), dtype=np.float64, count=len(ents))
         value[hub] *= np.sqrt(HUB_RELATIONS / counts[hub])
         # The best entity of each component: the highest value, ties to the greater id (as max over
@@ -332,7 +333,7 @@ class MMGraphRetriever(Retriever):
         states = self._stating(who, comp, followed.pairs(node_rows), len(comps.ids))
         entity_term = np.zeros(len(comps.ids), dtype=np.float32)
         entity_term[rows] = np.minimum(1.0, value[best] + np.where(states[rows], RELATION_BONUS, 0.0))
-        return entity_term, Evidence(rows, node_rows[best], self.corpus.nodes.ids), hubs
+        return entity_term, Evidence(rows, node_rows[best]), hubs
 
     @staticmethod
     def _stating(who: np.ndarray, comp: np.ndarray, pairs: np.ndarray, n_comps: int) -> np.ndarray:
@@ -362,15 +363,16 @@ class MMGraphRetriever(Retriever):
             marked[rows] = False
         return states
 
-    def _why(self, entity: str, via: dict[str, str], hubs: dict[str, int]) -> str:
-        name = self.corpus.nodes.text_of(entity)
+    def _why(self, entity: int, via: dict[int, str], hubs: dict[int, int]) -> str:
+        """Why a component scores: the entity (node row) it mentions, how it was reached, its damping."""
+        name = self.corpus.nodes.text_of(self.corpus.nodes.ids[entity])
         how = via.get(entity, "matched")
         why = f"mentions {name} (matched)" if how == "matched" else f"mentions {name}, related to {how}"
         if entity in hubs:
             why += f"; a hub: {hubs[entity]} components name it, each gets {math.sqrt(HUB_RELATIONS / hubs[entity]):.2f} of its score"
         return why
 
-    def _explain(self, hit: ScoredNode, entity: str | None, via: dict[str, str], hubs: dict[str, int]) -> ScoredNode:
+    def _explain(self, hit: ScoredNode, entity: int | None, via: dict[int, str], hubs: dict[int, int]) -> ScoredNode:
         if entity is None:
             return ScoredNode(node_id=hit.node_id, score=hit.score, why="hybrid (no matched entity)")
         return ScoredNode(node_id=hit.node_id, score=hit.score, why=self._why(entity, via, hubs))

@@ -260,13 +260,12 @@ def test_the_trace_s_reached_components_are_the_best_by_rounded_score_ties_by_id
     final = np.array([0.5, 0.7000001, 0.7, 0.1, 0.7000004, 0.3, 0.69999995], dtype=np.float32)
     ids = ["g", "f", "e", "d", "c", "b", "a"]
     reached = [0, 1, 2, 4, 5, 6]
-    names = [f"ent{r}" for r in range(10)]
-    evidence = Evidence(np.array(reached), np.array(reached), names)
+    evidence = Evidence(np.array(reached), np.array(reached) + 100)
     for k in (1, 3, 4, 10):
         expected = heapq.nsmallest(k, ((-round(float(final[r]), 6), ids[r]) for r in reached))
         assert [(score, ids[r]) for score, r in evidence.best(final, ids, k)] == [(-neg, i) for neg, i in expected], k
-    assert evidence.entity_of(4) == "ent4" and evidence.entity_of(3) is None and evidence.entity_of(99) is None
-    assert Evidence(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), names).best(final, ids, 5) == []
+    assert evidence.entity_of(4) == 104 and evidence.entity_of(3) is None and evidence.entity_of(99) is None
+    assert Evidence(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)).best(final, ids, 5) == []
 
 
 def test_the_components_stating_a_followed_relation_are_those_mentioning_both_of_its_ends():
