@@ -347,8 +347,9 @@ class MMGraphRetriever(Retriever):
         if not len(pairs) or not len(comp):
             return states
         n_ents = int(max(who.max(), pairs.max())) + 1
-        ends = np.cumsum(np.bincount(who, minlength=n_ents))
-        starts = ends - np.bincount(who, minlength=n_ents)
+        counts = np.bincount(who, minlength=n_ents)
+        ends = np.cumsum(counts)
+        starts = ends - counts
         degree = np.bincount(pairs.ravel(), minlength=n_ents)
         partners: dict[int, list[int]] = {}
         for i, j in pairs.tolist():
