@@ -324,7 +324,20 @@ def markdown_table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> s
 def machine_note() -> str:
     """CPU count and load, so a figure taken on a busy shared machine can be read as such."""
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    return f"{os.cpu_count()} CPUs, 1-min load average {load:.1f}, Python {sys.version.split()[0]}, PyMuPDF {pymupdf.VersionBind}"
+    note = f"{os.cpu_count()} CPUs, 1-min load average {load:.1f}, Python {sys.version.split()[0]}, PyMuPDF {pymupdf.VersionBind}"
+    return note + gpu_note()
+
+
+def gpu_note() -> str:
+    """', GPU <name>, torch <version>' where torch sees one (torch is imported only when the NVIDIA
+    driver loads, as the encoders decide), else ''."""
+    from backend.index.encoders import cuda_driver_present
+
+    if not cuda_driver_present():
+        return ""
+    import torch
+
+    return f", GPU {torch.cuda.get_device_name(0)}, torch {torch.__version__}" if torch.cuda.is_available() else ""
 
 
 def command_line() -> str:

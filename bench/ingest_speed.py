@@ -113,7 +113,10 @@ class LlamaRecipe:
         self.import_s = time.perf_counter() - t0
         t0 = time.perf_counter()
         self._reader, self._index = SimpleDirectoryReader, VectorStoreIndex
-        self._embed = HuggingFaceEmbedding(model_name=str(get_model_path()), device="cpu")
+        from backend.index.encoders import resolve_device
+
+        # the device Strata's encoder takes (index.device auto): the GPU where torch sees one
+        self._embed = HuggingFaceEmbedding(model_name=str(get_model_path()), device=resolve_device("auto"))
         self._embed.get_text_embedding("warm up")
         self.load_s = time.perf_counter() - t0
 
