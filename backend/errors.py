@@ -76,7 +76,7 @@ def log_name(name: str) -> str:
 
 # MuPDF's words in an exception message -> what they mean for the person who uploaded the file.
 _LIBRARY_WORDS = (
-    (("out of memory", "malloc", "cannot allocate"), "reading it needed more memory than the parser is allowed"),
+    (("out of memory", "malloc", "cannot allocate", "bad_alloc"), "reading it needed more memory than the parser is allowed"),
     (("password", "encrypt"), "it is encrypted"),
     (("page tree", "number of pages", "page not in document"), "its page tree is damaged or claims more pages than it holds"),
     (("xref", "object", "trailer", "syntax", "token", "dictionary", "expected", "page tree", "startxref"),

@@ -492,15 +492,38 @@ def _ocr_rapidocr(page: pymupdf.Page, dpi: int) -> dict:
     return _ocr_rapidocr_pixmap(page.get_pixmap(dpi=dpi))
 
 
+_rapidocr_engines: dict[int, object] = {}  # process id -> its RapidOCR (a forked page helper makes its own)
+
+
+def rapidocr_engine():
+    """This process's RapidOCR, made once (loading its three ONNX models per page cost more than
+    reading many pages). Its ONNX Runtime sessions run on one thread, as tesseract does
+    (OMP_THREAD_LIMIT=1): pages run in parallel as processes, and ORT's default of a thread per
+    core could not start its threads on a 16-core machine under the parse worker's address-space
+    limit (pthread_create failed, the library aborted, every file with a figure failed)."""
+    import os
+
+    engine = _rapidocr_engines.get(os.getpid())
+    if engine is None:
+        from rapidocr_onnxruntime import RapidOCR
+
+        engine = _rapidocr_engines[os.getpid()] = RapidOCR(intra_op_num_threads=1, inter_op_num_threads=1)
+    return engine
+
+
 def _ocr_rapidocr_pixmap(pix: pymupdf.Pixmap) -> dict:
     """RapidOCR returns line boxes in pixels; convert them to a get_text('dict')-like structure
     in the pixmap's point space (pixels * 72 / dpi)."""
     import numpy as np
-    from rapidocr_onnxruntime import RapidOCR
 
     dpi = pix.xres or 72
     img = np.frombuffer(pix.samples, dtype=np.uint8).reshape(pix.height, pix.width, pix.n)[:, :, :3]
-    result, _ = RapidOCR()(img)
+    from rapidocr_onnxruntime.utils.infer_engine import ONNXRuntimeError
+
+    try:
+        result, _ = rapidocr_engine()(img)
+    except ONNXRuntimeError as exc:  # ONNX Runtime's failure (a std::bad_alloc under the worker's limit) as OCR_ERRORS know it
+        raise RuntimeError(str(exc)) from exc
     scale = 72.0 / dpi
     blocks = []
     for box, text, _score in result or []:
