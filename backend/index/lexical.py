@@ -11,14 +11,33 @@ import hashlib
 import logging
 import os
 import shutil
+import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-import bm25s
 import numpy as np
 import Stemmer
 
 log = logging.getLogger(__name__)
+
+
+def _import_bm25s():
+    """bm25s with JAX hidden from it. Where JAX is installed, `import bm25s` imports it and runs a
+    top-k on it, which on a GPU machine starts JAX's CUDA backend: the process went from 15 to
+    4,111 MiB resident on an H200 (bench/RESULTS.md, fifteenth session), the ingest memory budget
+    was spent before a page was read, and JAX takes most of the GPU's memory for itself. Strata
+    scores BM25 with numpy, so bm25s needs no JAX; any later `import jax` works as before."""
+    hidden = {name: sys.modules.pop(name) for name in list(sys.modules) if name == "jax" or name.startswith("jax.")}
+    sys.modules["jax"] = None  # `import jax` raises ImportError while bm25s is imported
+    try:
+        import bm25s
+    finally:
+        del sys.modules["jax"]
+        sys.modules.update(hidden)
+    return bm25s
+
+
+bm25s = _import_bm25s()
 
 _STEMMER = Stemmer.Stemmer("english")
 # Part of every saved index's key: change it with tokenize() or the scoring, and the files
