@@ -15,7 +15,7 @@ def _bench(tmp_path, split_mod):
     check = next(i for i in ids if split_mod.split_of(i) == "check")
     folder = tmp_path / "bench" / "dev-hotpot-pdf"
     folder.mkdir(parents=True)
-    rows = [{"id": i, "question": f"q {i}", "gold": [{"doc": "A.pdf", "page": 1}]} for i in (tune, check)]
+    rows = [{"id": i, "question": f"q {i}", "gold": [{"doc": "A.pdf" if i == tune else "Z.pdf", "page": 1}]} for i in (tune, check)]
     (folder / "questions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     return folder.parent, tune, check
 
@@ -34,6 +34,15 @@ def test_a_rewrite_of_a_tune_question_with_its_gold_loads(tmp_path, split_mod, p
     assert [r["id"] for r in rows] == ["r", "c"] and originals[tune]["question"] == f"q {tune}"
 
 
+def test_a_chain_through_a_check_half_gold_page_is_refused(tmp_path, split_mod, phrasing_probe_mod):
+    bench, _, _ = _bench(tmp_path, split_mod)  # Z.pdf is gold for the check-half question
+    fine = _probe(tmp_path, [{"id": "c", "kind": "2-page chain", "of": "", "question": "C?", "gold": ["A.pdf", "B.pdf"]}])
+    assert [r["id"] for r in phrasing_probe_mod.load_probe(fine, bench)[0]] == ["c"]
+    leaky = _probe(tmp_path, [{"id": "c", "kind": "3-page chain", "of": "", "question": "C?", "gold": ["A.pdf", "B.pdf", "Z.pdf"]}])
+    with pytest.raises(SystemExit, match="check-half"):
+        phrasing_probe_mod.load_probe(leaky, bench)
+
+
 @pytest.mark.parametrize("which, gold", [("check", ["A.pdf"]), ("tune", ["B.pdf"])])
 def test_a_rewrite_of_a_check_question_or_with_other_gold_is_refused(tmp_path, split_mod, phrasing_probe_mod, which, gold):
     bench, tune, check = _bench(tmp_path, split_mod)
@@ -49,5 +58,5 @@ def test_the_shipped_probe_keeps_to_the_tune_half_and_the_corpus(split_mod, phra
     if not corpus.is_dir():
         pytest.skip(f"no dev-hotpot-pdf at {bench}")
     rows, _ = phrasing_probe_mod.load_probe(phrasing_probe_mod.PROBE, bench)
-    assert len(rows) == 47
+    assert len(rows) == 52
     assert all((corpus / g).is_file() for r in rows for g in r["gold"])
