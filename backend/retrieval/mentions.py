@@ -7,16 +7,19 @@ page baseline missed had their title written in the other gold page. This module
 mentions with a title index: every document title, the title without a trailing
 parenthetical qualifier ("122nd Division (Imperial Japanese Army)" -> "122nd Division"), and
 the title before its first comma, the other way a wiki qualifies a name ("Summerlin, Nevada"
-is written "located in Summerlin, Clark County, Nevada"; "Boston, Lincolnshire" is "4 mi
-south-west from Boston"), matched as a whole run of words that starts with a capital letter
-or a digit (a title named in running text is a proper name). Titles of one short or lower-case word are left out: they
+is written "located in Summerlin, Clark County, Nevada"), matched as a whole run of words that
+starts with a capital letter or a digit (a title named in running text is a proper name). The
+name before the comma counts only where the text also writes what follows the comma: alone it
+is mostly something else ("Bill Clinton" is no hop to "Clinton, Minnesota", nor "Logan
+International Airport in Boston" to "Boston, Lincolnshire"; 24 of 25 sampled such hops on
+dev-hotpot-pdf were wrong, bench/RESULTS.md, fifteenth session). Titles of one short or lower-case word are left out: they
 would match everywhere. Nothing here is tuned on a collection.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 WORD = re.compile(r"\w+", re.UNICODE)
 QUALIFIER = re.compile(r"\s*\([^()]*\)\s*$")
@@ -30,18 +33,23 @@ class TitleIndex:
 
     by_words: dict[tuple[str, ...], tuple[str, ...]]
     longest: int
+    # (name before the comma, document) -> the words after it ("Boston, Lincolnshire": lincolnshire)
+    qualifiers: dict[tuple[tuple[str, ...], str], tuple[str, ...]] = field(default_factory=dict)
 
     def mentioned(self, text: str, exclude: str | None = None, limit: int = 8) -> list[str]:
         """Documents whose title `text` names, in order of first mention, at most `limit`;
-        the longest title wins at each position (no match inside a longer one)."""
+        the longest title wins at each position (no match inside a longer one). A title named by
+        the name before its comma counts only when its qualifier is written in the text too."""
         words = [(m.group(0), m.group(0).lower()) for m in WORD.finditer(text)]
+        joined = " " + " ".join(w for _, w in words) + " "
         found: list[str] = []
         i = 0
         while i < len(words) and len(found) < limit:
             step = 1
             if words[i][0][:1].isupper() or words[i][0][:1].isdigit():
                 for n in range(min(self.longest, len(words) - i), 0, -1):
-                    docs = self.by_words.get(tuple(w for _, w in words[i:i + n]))
+                    form = tuple(w for _, w in words[i:i + n])
+                    docs = [d for d in self.by_words.get(form, ()) if self._qualified(form, d, joined)]
                     if docs:
                         found.extend(d for d in docs if d != exclude and d not in found)
                         step = n
@@ -49,27 +57,37 @@ class TitleIndex:
             i += step
         return found[:limit]
 
+    def _qualified(self, form: tuple[str, ...], doc: str, joined: str) -> bool:
+        qualifier = self.qualifiers.get((form, doc))
+        return qualifier is None or f" {' '.join(qualifier)} " in joined
 
-def _title_forms(title: str) -> set[tuple[str, ...]]:
-    forms = set()
+
+def _title_forms(title: str) -> dict[tuple[str, ...], tuple[str, ...] | None]:
+    """The title's forms -> the qualifier a form needs written beside it (None: none)."""
+    forms: dict[tuple[str, ...], tuple[str, ...] | None] = {}
     bare = QUALIFIER.sub("", title)
-    for form in {title, bare, bare.split(",")[0]}:
+    name, _, qualifier = bare.partition(",")
+    for form, needs in ((title, None), (bare, None), (name, tuple(w.lower() for w in WORD.findall(qualifier)) or None)):
         words = tuple(w.lower() for w in WORD.findall(form))
         if not words or len(words) > MAX_TITLE_WORDS:
             continue
         if len(words) == 1 and (len(words[0]) < MIN_SINGLE_WORD_CHARS or words[0].isdigit()):
             continue
-        forms.add(words)
+        if words not in forms or needs is None:
+            forms[words] = needs
     return forms
 
 
 def build_title_index(titles: dict[str, str]) -> TitleIndex:
     """The index of {document id: title}."""
     by_words: dict[tuple[str, ...], list[str]] = {}
+    qualifiers: dict[tuple[tuple[str, ...], str], tuple[str, ...]] = {}
     for doc_id, title in titles.items():
-        for form in _title_forms(title or ""):
+        for form, needs in _title_forms(title or "").items():
             by_words.setdefault(form, []).append(doc_id)
-    return TitleIndex({k: tuple(v) for k, v in by_words.items()}, max((len(k) for k in by_words), default=0))
+            if needs:
+                qualifiers[(form, doc_id)] = needs
+    return TitleIndex({k: tuple(v) for k, v in by_words.items()}, max((len(k) for k in by_words), default=0), qualifiers)
 
 
 def title_index(corpus) -> TitleIndex:
