@@ -16,7 +16,8 @@ same ingested workspace:
   built, and were measured before anything was changed.
 Only tune-half questions and the pages of the corpus are used, so the check halves stay unseen:
 a chain may not name a page that is gold for a check-half question. It is a probe, not a
-benchmark: 52 questions written by one of us, read for failure modes, not tuned on. Each question goes through `Service.ask` (retrieve, references, pack, read), as the
+benchmark: 52 questions written by one of us, read for failure modes, not tuned on. Each question
+goes through `Service.ask` (retrieve, references, pack, read), as the
 app asks it; page R@5 and All@10 as score.py counts them.
 
 Usage:

@@ -12,8 +12,8 @@ starts with a capital letter or a digit (a title named in running text is a prop
 name before the comma counts only where the text also writes what follows the comma: alone it
 is mostly something else ("Bill Clinton" is no hop to "Clinton, Minnesota", nor "Logan
 International Airport in Boston" to "Boston, Lincolnshire"; 24 of 25 sampled such hops on
-dev-hotpot-pdf were wrong, bench/RESULTS.md, fifteenth session). Titles of one short or lower-case word are left out: they
-would match everywhere. Nothing here is tuned on a collection.
+dev-hotpot-pdf were wrong, bench/RESULTS.md, fifteenth session). Titles of one short or
+lower-case word are left out: they would match everywhere. Nothing here is tuned on a collection.
 """
 
 from __future__ import annotations
