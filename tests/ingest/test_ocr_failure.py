@@ -8,9 +8,7 @@ Tesseract language that is not installed."""
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
-import pymupdf
 import pytest
 
 from backend.config import IngestSettings
@@ -22,51 +20,34 @@ from backend.types import NodeKind
 pytestmark = pytest.mark.skipif(shutil.which("tesseract") is None, reason="tesseract is not installed")
 
 
-def _figure_pdf(path: Path) -> Path:
-    """One page: a paragraph in the text layer and a raster figure whose words exist only as pixels."""
-    art = pymupdf.open()
-    canvas = art.new_page(width=400, height=200)
-    canvas.insert_text((30, 90), "Copper kettle output", fontsize=26)
-    canvas.insert_text((30, 140), "Gravel harbour lanterns", fontsize=26)
-    pix = canvas.get_pixmap(dpi=150)
-    doc = pymupdf.open()
-    page = doc.new_page()
-    page.insert_text((72, 72), "Annual report of the harbour authority. The figure below shows the output.", fontsize=11)
-    page.insert_image(pymupdf.Rect(72, 120, 472, 320), pixmap=pix)
-    doc.save(path)
-    return path
-
-
 def _figure_text(parsed) -> str:
     return " ".join(n.text for n in parsed.nodes if n.kind == NodeKind.FIGURE).lower()
 
 
-def test_a_figure_is_read_with_ocr_when_tesseract_works(tmp_path):
+def test_a_figure_is_read_with_ocr_when_tesseract_works(figure_pdf):
     with ParseWorker(IngestSettings(ocr="tesseract")) as worker:
-        parsed = worker.parse(_figure_pdf(tmp_path / "fig.pdf"), None, "fig.pdf")
+        parsed = worker.parse(figure_pdf, None, "fig.pdf")
     assert "kettle" in _figure_text(parsed) and "lanterns" in _figure_text(parsed), _figure_text(parsed)
 
 
-def test_failed_figure_ocr_keeps_the_file_and_the_next_file_gets_a_fresh_worker(tmp_path):
-    pdf = _figure_pdf(tmp_path / "fig.pdf")
+def test_failed_figure_ocr_keeps_the_file_and_the_next_file_gets_a_fresh_worker(figure_pdf):
     with ParseWorker(IngestSettings(ocr="tesseract", ocr_language="xx-not-installed")) as worker:
-        parsed = worker.parse(pdf, None, "fig.pdf")
+        parsed = worker.parse(figure_pdf, None, "fig.pdf")
         first = worker._proc.pid
         assert any("OCR with tesseract failed" in w for w in parsed.document.warnings), parsed.document.warnings
         assert "annual report" in " ".join(n.text for n in parsed.nodes).lower(), "the text layer is kept"
         assert any(n.kind == NodeKind.FIGURE for n in parsed.nodes), "the figure stays a unit without OCR text"
-        again = worker.parse(pdf, None, "fig-again.pdf")
+        again = worker.parse(figure_pdf, None, "fig-again.pdf")
         assert worker._proc.pid != first, "a worker whose OCR failed is replaced before the next file"
         assert again.document.file_name == "fig-again.pdf"
 
 
-def test_after_one_failure_ocr_is_skipped_for_the_rest_of_the_process(tmp_path, monkeypatch):
+def test_after_one_failure_ocr_is_skipped_for_the_rest_of_the_process(figure_pdf, monkeypatch):
     monkeypatch.setattr(extract, "_ocr_failure", [])  # this test process's OCR state, restored after
-    pdf = _figure_pdf(tmp_path / "fig.pdf")
-    broken = parse_pdf(pdf, IngestSettings(ocr="tesseract", ocr_language="xx-not-installed"), None)
+    broken = parse_pdf(figure_pdf, IngestSettings(ocr="tesseract", ocr_language="xx-not-installed"), None)
     assert extract.ocr_unusable() is not None
     assert any("were not read with OCR" in w for w in broken.document.warnings), broken.document.warnings
     # Even with a working language, this process no longer calls tesseract (its state may be stuck).
-    later = parse_pdf(pdf, IngestSettings(ocr="tesseract"), None)
+    later = parse_pdf(figure_pdf, IngestSettings(ocr="tesseract"), None)
     assert "kettle" not in _figure_text(later)
     assert any("were not read with OCR" in w for w in later.document.warnings), later.document.warnings

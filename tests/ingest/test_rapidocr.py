@@ -10,9 +10,7 @@ still failed the whole file, reported as "part of the file's internal structure 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
-import pymupdf
 import pytest
 
 pytest.importorskip("rapidocr_onnxruntime")
@@ -24,21 +22,6 @@ from backend.errors import library_reason  # noqa: E402
 from backend.ingest import extract  # noqa: E402
 from backend.ingest.parser import parse_pdf  # noqa: E402
 from backend.types import NodeKind  # noqa: E402
-
-
-def _figure_pdf(path: Path) -> Path:
-    """One page: a paragraph in the text layer and a raster figure whose words exist only as pixels."""
-    art = pymupdf.open()
-    canvas = art.new_page(width=400, height=200)
-    canvas.insert_text((30, 90), "Copper kettle output", fontsize=26)
-    canvas.insert_text((30, 140), "Gravel harbour lanterns", fontsize=26)
-    pix = canvas.get_pixmap(dpi=150)
-    doc = pymupdf.open()
-    page = doc.new_page()
-    page.insert_text((72, 72), "Annual report of the harbour authority. The figure below shows the output.", fontsize=11)
-    page.insert_image(pymupdf.Rect(72, 120, 472, 320), pixmap=pix)
-    doc.save(path)
-    return path
 
 
 def _sessions(engine) -> list:
@@ -58,14 +41,14 @@ def test_each_process_makes_one_engine_whose_sessions_run_on_one_thread(monkeypa
     assert extract.rapidocr_engine() is not engine, "a forked process does not share its parent's sessions"
 
 
-def test_a_figure_is_read_by_rapidocr_in_process(tmp_path, monkeypatch):
+def test_a_figure_is_read_by_rapidocr_in_process(figure_pdf, monkeypatch):
     monkeypatch.setattr(extract, "_ocr_failure", [])
-    parsed = parse_pdf(_figure_pdf(tmp_path / "fig.pdf"), IngestSettings(ocr="rapidocr", parse_processes=1), None)
+    parsed = parse_pdf(figure_pdf, IngestSettings(ocr="rapidocr", parse_processes=1), None)
     figure_text = " ".join(n.text for n in parsed.nodes if n.kind == NodeKind.FIGURE).lower()
     assert "kettle" in figure_text and "lanterns" in figure_text, figure_text
 
 
-def test_an_onnx_runtime_failure_degrades_the_file_with_a_memory_reason(tmp_path, monkeypatch):
+def test_an_onnx_runtime_failure_degrades_the_file_with_a_memory_reason(figure_pdf, monkeypatch):
     monkeypatch.setattr(extract, "_ocr_failure", [])
 
     def out_of_memory(_img):
@@ -73,7 +56,7 @@ def test_an_onnx_runtime_failure_degrades_the_file_with_a_memory_reason(tmp_path
                                "Name:'ReorderOutput_token_244' Status Message: std::bad_alloc")
 
     monkeypatch.setattr(extract, "rapidocr_engine", lambda: out_of_memory)
-    parsed = parse_pdf(_figure_pdf(tmp_path / "fig.pdf"), IngestSettings(ocr="rapidocr", parse_processes=1), None)
+    parsed = parse_pdf(figure_pdf, IngestSettings(ocr="rapidocr", parse_processes=1), None)
     warnings = " ".join(parsed.document.warnings)
     assert "OCR with rapidocr failed (reading it needed more memory than the parser is allowed)" in warnings, warnings
     assert "annual report" in " ".join(n.text for n in parsed.nodes).lower(), "the text layer is kept"
