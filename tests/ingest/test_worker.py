@@ -118,6 +118,16 @@ def test_a_parent_over_the_budget_by_itself_still_parses(tmp_path, monkeypatch):
         assert worker.share_mb == worker_mod.MIN_WORKER_MB
 
 
+def test_a_file_stopped_at_the_floor_share_is_told_to_raise_the_budget_not_called_a_bomb():
+    """On the lent GPU machine the CUDA runtime held the budget and a 40-page manual was stopped
+    at the parser's 512 MiB floor with "the file may be a decompression or drawing bomb"."""
+    settings = IngestSettings(memory_budget_mb=2048)
+    floor = worker_mod._memory_reason(worker_mod.MIN_WORKER_MB, settings)
+    assert "raise STRATA_INGEST__MEMORY_BUDGET_MB" in floor and "bomb" not in floor
+    full = worker_mod._memory_reason(settings.parse_memory_mb, settings)
+    assert "bomb" in full and "raise" not in full
+
+
 def test_a_parent_that_grows_during_a_batch_stops_only_a_worker_past_what_it_leaves(tmp_path, monkeypatch):
     """Mid-batch the parent grows (encodes, stores); the tree then passes the budget. A worker
     that holds 300 MiB is not the file's fault and keeps parsing; one that holds more than the
