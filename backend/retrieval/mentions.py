@@ -49,7 +49,9 @@ class TitleIndex:
             if words[i][0][:1].isupper() or words[i][0][:1].isdigit():
                 for n in range(min(self.longest, len(words) - i), 0, -1):
                     form = tuple(w for _, w in words[i:i + n])
-                    docs = [d for d in self.by_words.get(form, ()) if self._qualified(form, d, joined)]
+                    docs = self.by_words.get(form)
+                    if docs and self.qualifiers:
+                        docs = [d for d in docs if self._qualified(form, d, joined)]
                     if docs:
                         found.extend(d for d in docs if d != exclude and d not in found)
                         step = n
