@@ -167,3 +167,58 @@ def test_a_what_noun_question_is_answered_by_the_named_thing_not_the_whole_sente
     out = answer_by_rules("What science fantasy young adult series is told in first person?", evidence, THRESHOLD)
     assert question_type("What science fantasy young adult series is told in first person?") == "entity"
     assert out["answer"] == "Animorphs" and out["citations"][0] == "u2"
+
+
+def test_a_question_word_mid_question_types_it():
+    # hotpot asks mostly in the middle of a statement; the noun after the question word says what for.
+    assert question_type("Based on a True Story is an album by which country music star, with the single My Eyes?") == "person"
+    assert question_type("Robert Suettinger was the national intelligence officer under which former Governor of Arkansas?") == "person"
+    assert question_type("Alice David is the voice of Lara Croft in a video game developed by which company ?") == "entity"
+    assert question_type("This singer of A Rather Blustery Day also voiced what hedgehog?") == "entity"
+    assert question_type("Randall Cunningham II was an athlete at the high school located in what Nevada city?") == "place"
+    assert question_type("What is the name of the fight song of the university in Lawrence, Kansas?") == "entity"
+    # ... and what it must not take for one: a report's questions keep their types.
+    assert question_type("What was the State income taxes, net of federal tax benefit in 2020?") == "number"
+    assert question_type("In which years was the current liabilities recorded for?") == "sentence"
+    assert question_type("In which year was the amount of Investments higher?") == "date"
+
+
+def test_a_capitalised_modifier_is_no_name_and_initials_are_part_of_one():
+    q = "Based on a True Story is an album by which country music star, with the single My Eyes?"
+    album = unit("u1", "Based on a True Story is the eighth studio album by American country music artist Blake Shelton.", 0.6, 0.6)
+    assert answer_by_rules(q, [album], THRESHOLD)["answer"] == "Blake Shelton"  # not "American"
+    q = "What is the name of the detective novelist parent of the author of Q Is for Quarry?"
+    daughter = unit("u1", "The daughter of detective novelist C. W. Grafton, she has said he was her strongest influence.", 0.6, 0.5)
+    assert answer_by_rules(q, [daughter], THRESHOLD)["answer"] == "C. W. Grafton"
+    q = "Both Truth in Science and Discovery embrace what campaign?"
+    uk = unit("u1", "Truth in Science is a United Kingdom-based organization which promotes the Teach the Controversy campaign.", 0.6, 0.5)
+    assert answer_by_rules(q, [uk], THRESHOLD)["answer"] == "Teach the Controversy"  # not "United Kingdom-based"
+
+
+def test_the_subquery_that_asks_is_the_one_holding_an_interrogative_not_the_last():
+    from backend.llm.rules import asking_subquery
+
+    assert asking_subquery(["a South Korean boy group that was formed by who", "2014 S/S is the debut album of a boy group"]) == 0
+    assert asking_subquery(["Virginia Commonwealth University which was founded in what year", "The team represented it"]) == 0
+    assert asking_subquery(["a civil war that ended when", "Kerensky was defeated in the course of a civil war"]) == 0
+    # a relative pronoun ("the woman who portrayed") asks nothing
+    assert asking_subquery(["the woman who portrayed Corliss Archer", "What government position was held by the woman"]) == 1
+    assert asking_subquery(["This singer of A Rather Blustery Day", "This singer also voiced a hedgehog"]) == 1  # none: the last
+    assert asking_subquery(["one part only"]) is None
+    assert asking_subquery(["Who directed Kiss and Tell?", "Where was the director born?"]) == 1  # a chain asks with its last
+
+
+def test_a_bridge_answer_below_the_threshold_is_read_when_it_answers_the_asking_subquery():
+    q = "2014 S/S is the debut album of a South Korean boy group that was formed by who?"
+    evidence = [
+        unit("u1", "2014 S/S is the debut album of South Korean group WINNER.", 0.81, 0.75, subquery=1, sub_coverage=0.86),
+        unit("u2", "Winner is a South Korean boy group formed in 2013 by YG Entertainment.", 0.30, 0.5, subquery=0, sub_coverage=1.0),
+    ]
+    out = answer_by_rules(q, evidence, THRESHOLD, subqueries=2, asking=0)
+    assert out["answer"] == "YG Entertainment" and out["citations"][0] == "u2"
+    # Taking the last subquery for the asking one, the bridge unit stays below the threshold.
+    assert answer_by_rules(q, evidence, THRESHOLD, subqueries=2)["answer"] != "YG Entertainment"
+    # Through the typed task, as the reader sends it: the asking subquery is found from the texts.
+    payload = AnswerPayload(question=q, evidence=[EvidenceUnit(**e) for e in evidence], threshold=THRESHOLD,
+                            subqueries=["a South Korean boy group that was formed by who", "2014 S/S is the debut album of a boy group"])
+    assert RulesBackend().run(ANSWER, payload).answer == "YG Entertainment"

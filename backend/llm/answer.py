@@ -11,7 +11,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from backend.llm.base import ANSWER_PROMPT, ANSWER_SCHEMA
-from backend.llm.rules import answer_by_rules
+from backend.llm.rules import answer_by_rules, asking_subquery
 from backend.llm.task import LLMTask, TaskAnswer, TaskPayload
 
 
@@ -47,7 +47,8 @@ class AnswerReply(TaskAnswer):
 
 def _rules(payload: AnswerPayload) -> AnswerReply:
     evidence = [e.model_dump() for e in payload.evidence]
-    return AnswerReply.model_validate(answer_by_rules(payload.question, evidence, payload.threshold, len(payload.subqueries)))
+    return AnswerReply.model_validate(answer_by_rules(payload.question, evidence, payload.threshold, len(payload.subqueries),
+                                                      asking_subquery(payload.subqueries)))
 
 
 ANSWER: LLMTask[AnswerPayload, AnswerReply] = LLMTask(
