@@ -5,7 +5,7 @@ A typed task (backend/llm/task.py) carries its own rules, which `run` calls. The
 given scored evidence units (sentences, table rows, figure regions), type the question (number,
 date, person, place, definition, yes/no, sentence), rank every unit above the threshold by its
 score plus its fit to that type (and, when the retriever decomposed the question, its coverage
-of the last subquery), extract a short answer from the winner, cite only the units that support
+of the subquery that asks what the question asks), extract a short answer from the winner, cite only the units that support
 it, or abstain with "not enough evidence" when the best evidence is weak or no unit holds the
 asked type and coverage is weak. They do no generation beyond extraction.
 
@@ -15,8 +15,9 @@ from reading the tune half's misses (bench/reader_quality.py); its check half is
 quote. The mid-question types ("... developed by which company?"), the modifier and initials rules
 and the asking subquery came from reading strata's dev-hotpot-pdf tune answers (hotpot tune EM
 0.052 -> 0.104, F1 0.090 -> 0.168; check EM 0.096 -> 0.096, F1 0.144 -> 0.166; the other dev
-collections within 0.003; bench/RESULTS.md, sixteenth session). A bound on the chosen unit's coverage was measured on the tune half and left out: at 0.5
-it abstained on 12 more off-corpus questions but on 15 answerable ones, hotpot's among them.
+collections within 0.003; bench/RESULTS.md, sixteenth session). A bound on the chosen unit's
+coverage was measured on the tune half and left out: at 0.5 it abstained on 12 more off-corpus
+questions but on 15 answerable ones, hotpot's among them.
 
 What is not here: scoring the units (backend/reader.py does) or choosing the threshold
 (settings.reader.abstain_threshold).
@@ -122,7 +123,7 @@ PLACE_RE = re.compile(r"\b(?:in|at|from|near)\s+((?:[A-Z][\w'’-]+)(?:\s+[A-Z][
 TERM_NOISE = {"the", "a", "an", "option", "flag", "switch", "command", "function", "term", "parameter", "argument"}
 TYPED = ("number", "date", "person", "place", "definition")
 TYPE_WEIGHT = 0.5  # a unit of the asked type ranks above any eligible unit without one
-FINAL_SUBQUERY_WEIGHT = 0.2  # bonus per unit of coverage of the decomposed question's last subquery
+FINAL_SUBQUERY_WEIGHT = 0.2  # per unit of coverage of the asking subquery (0.4: tatqa tune EM 0.264 -> 0.232)
 WEAK_COVERAGE = 0.5  # no unit of the asked type and best coverage below this: abstain
 CITE_COVERAGE = 0.5  # a second unit is cited when it covers this share of the question's terms (and the chosen one's)
 MAX_CITED = 3
@@ -291,7 +292,7 @@ def _first_new(pattern: re.Pattern, text: str, q_tokens: set[str]) -> str | None
         value = (m.group(1) if m.groups() else m.group(0)).strip()
         if value.isupper() and len(value) > 4:
             continue  # an upper-case heading ("AMERICAN TOWER CORPORATION"), not a name
-        if value[:1].isupper() and (" " not in value and ADJECTIVE_USE_RE.match(text, m.end()) or COMPOUND_RE.search(value)):
+        if value[:1].isupper() and ((" " not in value and ADJECTIVE_USE_RE.match(text, m.end())) or COMPOUND_RE.search(value)):
             continue  # a modifier, not a name: "American country music artist", "United Kingdom-based"
         if content_tokens(value) and not content_tokens(value) <= q_tokens:
             return value
@@ -340,13 +341,13 @@ def _abstain(best: float, why: str) -> dict[str, Any]:
     return {"answer": NOT_ENOUGH, "citations": [], "abstain": True, "confidence": round(best, 3), "reason": why}
 
 
-def _rank(qtype: str, e: dict[str, Any], question: str, q_tokens: set[str], last: int | None) -> tuple[float, float, str | None]:
+def _rank(qtype: str, e: dict[str, Any], question: str, q_tokens: set[str], asks: int | None) -> tuple[float, float, str | None]:
     """(rank, fit, short answer) of one eligible unit: its evidence score, plus TYPE_WEIGHT times its
-    fit to the asked type, plus a bonus for covering the decomposed question's last subquery (the
+    fit to the asked type, plus a bonus for covering the decomposed question's asking subquery (the
     one whose answer is the question's)."""
     fit, span = type_fit(qtype, e, question, q_tokens)
     rank = e["score"] + TYPE_WEIGHT * fit
-    if last is not None and e.get("subquery") == last:
+    if asks is not None and e.get("subquery") == asks:
         rank += FINAL_SUBQUERY_WEIGHT * e.get("sub_coverage", 0.0)
     return rank, fit, span
 
@@ -390,8 +391,9 @@ def answer_by_rules(question: str, evidence: list[dict[str, Any]], threshold: fl
     unit of the asked type (a number, date, name, place, an option's definition) beats a
     higher-ranked one without it. `subqueries`: how many the retriever split the question into
     (units then carry `subquery`, the index of the one they cover best, and `sub_coverage`);
-    `asking`: the one whose answer is the question's (asking_subquery; None: the last). Abstains below the threshold, and when the question asks for
-    a type no candidate holds and the best unit covers under WEAK_COVERAGE of its terms.
+    `asking`: the one whose answer is the question's (asking_subquery; None: the last). Abstains
+    below the threshold, and when the question asks for a type no candidate holds and the best
+    unit covers under WEAK_COVERAGE of its terms.
     """
     if not evidence or evidence[0]["score"] < threshold:
         best = evidence[0]["score"] if evidence else 0.0
@@ -400,13 +402,13 @@ def answer_by_rules(question: str, evidence: list[dict[str, Any]], threshold: fl
     q_tokens = content_tokens(q) - QUESTION_WORDS
     qtype = question_type(q)
     decomposed = subqueries > 1
-    last = (subqueries - 1 if asking is None else asking) if decomposed else None
+    asks = (subqueries - 1 if asking is None else asking) if decomposed else None
     # A bridge question's answer matches its asking subquery, not the whole question ("Where is the
     # company headquartered" of "Where is the company that Sachin Warrier worked for ..."): such a
     # unit is a candidate below the threshold, once the best evidence has passed it.
     eligible = [e for e in evidence if e["score"] >= threshold
-                or (last is not None and e.get("subquery") == last and e.get("sub_coverage", 0.0) >= CITE_COVERAGE)]
-    ranks = [(_rank(qtype, e, q, q_tokens, last), i) for i, e in enumerate(eligible)]
+                or (asks is not None and e.get("subquery") == asks and e.get("sub_coverage", 0.0) >= CITE_COVERAGE)]
+    ranks = [(_rank(qtype, e, q, q_tokens, asks), i) for i, e in enumerate(eligible)]
     # A unit that shares no word with the question competes only as the best one, or as a definition
     # of the asked term (an option's item: "-c" is no word to the tokenizer).
     ranks = [r for r in ranks if r[1] == 0 or eligible[r[1]].get("coverage", 0.0) > 0 or (qtype == "definition" and r[0][1] > 0)]
