@@ -28,6 +28,8 @@ OF_BRIDGE_RE = re.compile(
     r"\b((?i:the|a|an|this|its|his|her|their)\s+(?:[a-z-]+\s+){0,2}?[a-z-]+)\s+(of|for|from|by|in)\s+"
     r"((?:the\s+)?(?:[\w'’.-]+\s+){0,6}?(?:\"[^\"]+\"|“[^”]+”|[A-Z0-9][\w'’.-]*(?:\s+[A-Z0-9][\w'’.-]*)*))",
 )
+# An of-phrase that ends in a number names a time or a place in the document, not an entity.
+NUMBER_NAME_RE = re.compile(r"(?:^|\s)[$€£]?\d[\d,.]*%?$")
 # "the Green performer", "the Blue Monday record label": a named work or thing, then the role of the
 # entity the question is about (a Wikidata relation written as a description, as MuSiQue composes
 # its questions). A capitalised word that is a demonym ("the British author") is no name.
@@ -155,9 +157,9 @@ def _attributive_bridge(q: str) -> list[str] | None:
 def _of_bridge(q: str) -> list[str] | None:
     """'The director of the romantic comedy "Big Stone Gap" is based in what city' ->
     ['the director of the romantic comedy "Big Stone Gap"', 'The director is based in what city']."""
-    m = OF_BRIDGE_RE.search(q)
+    m = next((m for m in OF_BRIDGE_RE.finditer(q) if not NUMBER_NAME_RE.search(m.group(3))), None)
     if not m:
-        return None
+        return None  # "the percentage change in X from 2018 to 2019": a year or a page is no bridge
     rest = _clean(q[: m.start()] + m.group(1) + q[m.end():])
     bridge = _clean(m.group(0))
     if not _asks_beyond(rest, m.group(1)):
