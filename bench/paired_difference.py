@@ -82,7 +82,9 @@ def _questions(collection: str, half: str, bench: Path) -> list[dict]:
 def compare(predictions: Path, method_a: str, method_b: str, collections: list[str], half: str, metric: str,
             bench: Path, score_script: Path | None = None, resamples: int = RESAMPLES) -> dict[str, Paired]:
     """{collection: A against B} for every collection both methods have predictions for."""
-    score = split._score_module(score_script or (bench / "score.py" if (bench / "score.py").is_file() else split.SCORE_SCRIPT))
+    if score_script is None:
+        score_script = bench / "score.py" if (bench / "score.py").is_file() else split.SCORE_SCRIPT
+    score = split.score_module(score_script)
     out: dict[str, Paired] = {}
     for name in collections:
         files = [predictions / f"{name}.{m}.jsonl" for m in (method_a, method_b)]

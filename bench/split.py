@@ -12,7 +12,7 @@ not move the others.
 Library (other bench scripts: `sys.path` holds bench/ when they run as `python bench/x.py`):
 `split_of(question_id)`, `load_questions(collection, half)`, `write_half_bench(...)` (a folder
 score.py reads as it is: one `questions.jsonl` per collection holding that half's lines),
-`filter_predictions(...)` and `score_half(...)`.
+`filter_predictions(...)`, `score_half(...)` and `score_module(path)`.
 
 What it does not do: rank, retrieve or change score.py. score.py counts a question with no
 prediction as a miss, so scoring a half means scoring against that half's questions file, not
@@ -143,7 +143,8 @@ def filter_predictions(src: Path, dst: Path, half: Half) -> int:
     return len(kept)
 
 
-def _score_module(score_script: Path):
+def score_module(score_script: Path):
+    """score.py loaded as a module (its `score_retrieval`, `evaluate`, ...)."""
     spec = importlib.util.spec_from_file_location("bench_score", score_script)
     if spec is None or spec.loader is None or not score_script.is_file():
         raise FileNotFoundError(f"No score.py at '{score_script}'; pass the bench folder that holds it.")
@@ -158,7 +159,7 @@ def score_half(predictions: Path, half: Half, names: Iterable[str], bench: Path 
     (score.py: the one given, else the bench folder's, else ../shared/bench/score.py)."""
     if score_script is None:
         score_script = bench / "score.py" if (bench / "score.py").is_file() else SCORE_SCRIPT
-    score = _score_module(score_script)
+    score = score_module(score_script)
     with tempfile.TemporaryDirectory(prefix="strata-half-") as tmp:
         root = write_half_bench(Path(tmp), half, list(names), bench)
         report = score.evaluate(str(root), str(predictions), by=())

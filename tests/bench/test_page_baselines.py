@@ -53,7 +53,7 @@ def test_predictions_per_half_in_score_format(toy_bench, tmp_path, score_script,
     pb, split = page_baselines_mod, split_mod
     cache = tmp_path / "cache"
     assert pb.main(["--bench", str(toy_bench), "--collections", "toy", "--cache", str(cache)]) == 0
-    score = split._score_module(score_script)
+    score = split.score_module(score_script)
     for half in ("tune", "check"):
         want = {i for i, *_ in QUESTIONS if split.split_of(i) == half}
         assert want
