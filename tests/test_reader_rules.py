@@ -222,3 +222,15 @@ def test_a_bridge_answer_below_the_threshold_is_read_when_it_answers_the_asking_
     payload = AnswerPayload(question=q, evidence=[EvidenceUnit(**e) for e in evidence], threshold=THRESHOLD,
                             subqueries=["a South Korean boy group that was formed by who", "2014 S/S is the debut album of a boy group"])
     assert RulesBackend().run(ANSWER, payload).answer == "YG Entertainment"
+
+
+def test_a_word_capitalised_by_its_place_is_no_name_and_the_full_stop_is_not_kept():
+    q = "Ralph Hefferline was a psychology professor at which university?"
+    units = [unit("u1", "He was a professor of psychology at Columbia University.", 0.6, 0.6)]
+    assert answer_by_rules(q, units, THRESHOLD)["answer"] == "Columbia University"  # not "He"
+    q = "Alice David is the voice of Lara Croft in which video game?"
+    units = [unit("u1", "She is the voice of Lara Croft in the video game Tomb Raider.", 0.6, 0.6)]
+    assert answer_by_rules(q, units, THRESHOLD)["answer"] == "Tomb Raider"  # not "She"
+    q = "Which company filed the report?"
+    units = [unit("u1", "The report was filed by Apple Inc.", 0.6, 0.5)]
+    assert answer_by_rules(q, units, THRESHOLD)["answer"] == "Apple Inc."  # an abbreviation keeps its stop

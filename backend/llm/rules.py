@@ -64,6 +64,9 @@ COMPOUND_RE = re.compile(r"-[a-z]+$")
 _WH = r"(?:who|whom|whose|what|which|when|where|how)"
 INTERROGATIVE_RE = re.compile(
     rf"^\s*{_WH}\b|\b(?:by|in|since|of|for|from|to|at|on|with|during|as|until|before|after|than)\s+{_WH}\b|\b{_WH}\s*\??\s*$", re.I)
+SENTENCE_OPENERS = frozenset(
+    "she he it they we i you his her its their our this that these those there thus however after before in on at by "
+    "from with as when while although though since during following later also then today a an the".split())
 NEGATIONS = {"not", "no", "never", "none", "neither", "nor", "without"}
 
 
@@ -289,11 +292,15 @@ def _first_new(pattern: re.Pattern, text: str, q_tokens: set[str]) -> str | None
     """The first match whose words are not all the question's own ("Who wrote Hamlet?" is not
     answered by "Hamlet")."""
     for m in pattern.finditer(text):
-        value = (m.group(1) if m.groups() else m.group(0)).strip()
+        value = (m.group(1) if m.groups() else m.group(0)).strip().rstrip(",;:")
+        if value.endswith(".") and len(value.split()[-1]) > 4:
+            value = value[:-1]  # the sentence's full stop, not an abbreviation's ("Columbia University.", not "Inc.")
         if value.isupper() and len(value) > 4:
             continue  # an upper-case heading ("AMERICAN TOWER CORPORATION"), not a name
         if value[:1].isupper() and ((" " not in value and ADJECTIVE_USE_RE.match(text, m.end())) or COMPOUND_RE.search(value)):
             continue  # a modifier, not a name: "American country music artist", "United Kingdom-based"
+        if value.lower() in SENTENCE_OPENERS:
+            continue  # capitalised by its place in the sentence: "She is the voice of ...", "Thus, ..."
         if content_tokens(value) and not content_tokens(value) <= q_tokens:
             return value
     return None
