@@ -179,7 +179,7 @@ def test_a_question_word_mid_question_types_it():
     assert question_type("What is the name of the fight song of the university in Lawrence, Kansas?") == "entity"
     # ... and what it must not take for one: a report's questions keep their types.
     assert question_type("What was the State income taxes, net of federal tax benefit in 2020?") == "number"
-    assert question_type("In which years was the current liabilities recorded for?") == "sentence"
+    assert question_type("In which years was the current liabilities recorded for?") == "date"  # years, from a row
     assert question_type("In which year was the amount of Investments higher?") == "date"
 
 
@@ -234,3 +234,18 @@ def test_a_word_capitalised_by_its_place_is_no_name_and_the_full_stop_is_not_kep
     q = "Which company filed the report?"
     units = [unit("u1", "The report was filed by Apple Inc.", 0.6, 0.5)]
     assert answer_by_rules(q, units, THRESHOLD)["answer"] == "Apple Inc."  # an abbreviation keeps its stop
+
+
+def test_a_which_year_question_is_answered_from_a_rows_year_columns():
+    # TAT-QA asks which year a row's value is largest, past a threshold, or which years it covers.
+    row = unit("r1", "Table 1: column 1: Service cost; Year Ended May 31, 2019: 1,700; 2018: 1,500; 2017: 1,900", 0.6, 0.6, kind="row")
+    ask = lambda q: answer_by_rules(q, [row], THRESHOLD)["answer"]  # noqa: E731
+    assert question_type("Which FY has a higher EBITDA?") == question_type("In which years was X calculated?") == "date"
+    assert ask("Which year has the lowest service cost?") == "2018"
+    assert ask("In which year was the service cost larger?") == "2017"
+    assert ask("In which year was service cost less than 1,800?") == "2019, 2018"
+    assert ask("Which years did service cost exceed $1,600 thousand?") == "2019, 2017"
+    assert ask("In which years was the service cost calculated?") == "2019, 2018, 2017"
+    # Running text: the year, not the whole date.
+    text = unit("u1", "The plan was approved on March 31, 2019 by the board.", 0.6, 0.6)
+    assert answer_by_rules("In which year was the plan approved?", [text], THRESHOLD)["answer"] == "2019"

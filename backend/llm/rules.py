@@ -42,7 +42,12 @@ NUMBER_Q_RE = re.compile(
     re.I,
 )
 # "When was/did ..." asks for a date; "When is the test necessary?" asks for a condition (a sentence).
-DATE_Q_RE = re.compile(r"\b(when (was|were|did|had|will)|what (year|date|month|day)|in (which|what) year|which year|since when)\b", re.I)
+DATE_Q_RE = re.compile(r"\b(when (was|were|did|had|will)|what (year|date|month|day)s?|in (which|what) years?|which (years?|fy|fiscal years?)|since when)\b", re.I)
+# "In which year was X the largest?", "Which FY has a higher EBITDA?": a year (or years) is the answer.
+YEARS_Q_RE = re.compile(r"\b(?:which|what)\s+(?:years?|fy|fiscal years?)\b", re.I)
+MORE_Q_RE = re.compile(r"\b(?:larg\w*|high\w*|more|great\w*|most|bigg\w*)\b", re.I)
+LESS_Q_RE = re.compile(r"\b(?:low\w*|less|small\w*|least|fewer)\b", re.I)
+THRESHOLD_Q_RE = re.compile(r"\b(?P<op>less than|below|under|more than|greater than|exceed(?:s|ed)?|above|over)\s*\$?\s*(?P<n>\d[\d,]*(?:\.\d+)?)", re.I)
 # "What was the effective tax rate in 2018?": a quantity named anywhere after "what is/was the".
 QUANTITY_Q_RE = re.compile(
     r"\bwhat (is|was|were|are) (the )?[^?]{0,60}?\b(amount|value|rate|total|number|percentage|ratio|change|difference|"
@@ -288,6 +293,35 @@ def _arithmetic(question: str, e: dict[str, Any]) -> str | None:
     return None if result is None else f"{round(result, 2):g}"
 
 
+def _years_answer(question: str, e: dict[str, Any]) -> str | None:
+    """The year(s) a table row gives a "which year" question (TAT-QA style), in the row's order:
+    those past the question's threshold ("less than 100.0 million"), the one with the largest or
+    smallest value ("In which year was X larger?"), or every year it holds ("In which years was X
+    calculated?"). None when the unit is no row with two or more year columns."""
+    if e.get("kind") != "row" or not YEARS_Q_RE.search(question):
+        return None
+    by_year: dict[str, float | None] = {}
+    for head, value in (c.split(": ", 1) for c in e["text"].split("; ") if ": " in c):
+        found = YEAR_RE.findall(head)
+        if len(found) == 1 and found[0] not in by_year:
+            by_year[found[0]] = cell_value(value)
+    values = {y: v for y, v in by_year.items() if v is not None}
+    if len(by_year) < 2:
+        return None
+    t = THRESHOLD_Q_RE.search(question)
+    if t:
+        n = float(t.group("n").replace(",", ""))
+        below = t.group("op").lower() in ("less than", "below", "under")
+        hits = [y for y, v in values.items() if (v < n if below else v > n)]
+        return ", ".join(hits) or None
+    more, less = bool(MORE_Q_RE.search(question)), bool(LESS_Q_RE.search(question))
+    if more != less:
+        if len(values) < 2:
+            return None
+        return (max if more else min)(values, key=values.__getitem__)
+    return ", ".join(by_year)
+
+
 def _first_new(pattern: re.Pattern, text: str, q_tokens: set[str]) -> str | None:
     """The first match whose words are not all the question's own ("Who wrote Hamlet?" is not
     answered by "Hamlet")."""
@@ -323,7 +357,12 @@ def type_fit(qtype: str, e: dict[str, Any], question: str, q_tokens: set[str]) -
             value = ", ".join(v for _, v in sorted(sorted(nums, reverse=True)[:pairs], key=lambda n: nums.index(n)))
         return max(0.2, 1.0 + bonus), value
     if qtype == "date":
+        years = _years_answer(question, e)
+        if years is not None:
+            return 1.5, years
         value = _first_new(DATE_RE, text, q_tokens)
+        if value and YEARS_Q_RE.search(question) and YEAR_RE.search(value):
+            value = YEAR_RE.findall(value)[-1]  # "In which year ...": 2019, not March 31, 2019
         return (1.0, value) if value else (0.0, None)
     if qtype == "place":  # a capitalised name after in/at/from/near; any other name fits half
         for m in PLACE_RE.finditer(text):
