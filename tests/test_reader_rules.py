@@ -249,3 +249,12 @@ def test_a_which_year_question_is_answered_from_a_rows_year_columns():
     # Running text: the year, not the whole date.
     text = unit("u1", "The plan was approved on March 31, 2019 by the board.", 0.6, 0.6)
     assert answer_by_rules("In which year was the plan approved?", [text], THRESHOLD)["answer"] == "2019"
+
+
+def test_a_year_in_brackets_and_a_notes_label_are_no_answer_to_a_number_question():
+    q = "What was the net profit/(loss) after tax in FY19?"
+    units = [unit("u1", "Net profit/(loss) after tax was $(9.8) million (2018: $6.6 million).", 0.6, 0.6)]
+    assert answer_by_rules(q, units, THRESHOLD)["answer"] != "(2018"
+    q = "What were the total definite-lived intangible assets?"
+    units = [unit("u1", "(6) The total definite-lived intangible assets were $492 at year end.", 0.6, 0.6)]
+    assert answer_by_rules(q, units, THRESHOLD)["answer"] == "$492"

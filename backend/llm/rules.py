@@ -72,6 +72,7 @@ INTERROGATIVE_RE = re.compile(
 SENTENCE_OPENERS = frozenset(
     "she he it they we i you his her its their our this that these those there thus however after before in on at by "
     "from with as when while although though since during following later also then today a an the".split())
+FOOTNOTE_RE = re.compile(r"\(\d\)")
 NEGATIONS = {"not", "no", "never", "none", "neither", "nor", "without"}
 
 
@@ -223,8 +224,10 @@ def _numbers(
     found: list[tuple[float, str]] = []
     for m in NUMBER_RE.finditer(text):
         value = m.group(0).strip().rstrip(",.")  # "2018," in running text is the year 2018
-        if not re.search(r"\d", value) or re.fullmatch(r"(19|20)\d{2}", value):
-            continue
+        if not re.search(r"\d", value) or re.fullmatch(r"(19|20)\d{2}", value.strip("()")):
+            continue  # a year, also "(2018: $6.6 million)"
+        if m.start() <= 1 and FOOTNOTE_RE.fullmatch(value):
+            continue  # a note's own label: "(1) Strategic Alternative Evaluation costs are ..."
         after = re.match(r"\s*([A-Za-z][\w-]*)", text[m.end():])
         before = re.search(r"([A-Za-z][\w.-]*)\s*$", text[: m.start()])
         bonus = 0.0
