@@ -200,6 +200,12 @@ def _definition(text: str, terms: list[str]) -> tuple[float, str | None]:
     return best
 
 
+def row_cells(text: str) -> list[list[str]]:
+    """A table row's "header: value" cells, as its index text writes them ("Table 1: column 1:
+    Dividend yield; 2019: 4.5%; 2018: 4.6%")."""
+    return [c.split(": ", 1) for c in text.split("; ") if ": " in c]
+
+
 def _numbers(
     e: dict[str, Any], q_tokens: set[str], count: bool, pairs: int = 0, years: tuple[str, ...] = ()
 ) -> list[tuple[float, str]]:
@@ -211,7 +217,7 @@ def _numbers(
     the first `pairs` such cells in row order). Years are dates, not numbers."""
     text = e["text"]
     if e.get("kind") == "row":
-        cells = [c.split(": ", 1) for c in text.split("; ") if ": " in c]
+        cells = row_cells(text)
         named = [(len(content_tokens(h) & q_tokens), i, v.strip()) for i, (h, v) in enumerate(cells)
                  if content_tokens(h) & q_tokens and NUMBER_RE.search(v)]
         if named and pairs and len(named) >= 2:
@@ -269,7 +275,7 @@ def _arithmetic(question: str, e: dict[str, Any]) -> str | None:
     m = ARITH_RE.search(question)
     if e.get("kind") != "row" or len(years) < 2 or not m or RESPECTIVE_RE.search(question):
         return None  # "X in 2019 and 2018 respectively" asks for the values, not their sum
-    cells = [c.split(": ", 1) for c in e["text"].split("; ") if ": " in c]
+    cells = row_cells(e["text"])
     op = re.sub(r"[^a-z%]", " ", m.group(0).lower()).split()[-1]
     if any(op in h.lower() for h, _ in cells):
         return None  # the row has the figure already (a "Change (%)" column): the cell answers
@@ -304,13 +310,13 @@ def _years_answer(question: str, e: dict[str, Any]) -> str | None:
     if e.get("kind") != "row" or not YEARS_Q_RE.search(question):
         return None
     by_year: dict[str, float | None] = {}
-    for head, value in (c.split(": ", 1) for c in e["text"].split("; ") if ": " in c):
+    for head, value in row_cells(e["text"]):
         found = YEAR_RE.findall(head)
         if len(found) == 1 and found[0] not in by_year:
             by_year[found[0]] = cell_value(value)
-    values = {y: v for y, v in by_year.items() if v is not None}
     if len(by_year) < 2:
         return None
+    values = {y: v for y, v in by_year.items() if v is not None}
     t = THRESHOLD_Q_RE.search(question)
     if t:
         n = float(t.group("n").replace(",", ""))
