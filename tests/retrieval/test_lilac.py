@@ -156,6 +156,24 @@ def test_rules_take_a_relative_clause_head_from_a_whole_word():
     assert main == "What was the 2010 population of the metropolitan area of the city"
 
 
+def test_rules_keep_an_ampersand_inside_a_name():
+    """"Filthy Rich & Catflap" is one name: the of-bridge split it at the "&", leaving "Filthy Rich"
+    as the first hop and "& Catflap broadcast" in the question asked of it."""
+    bridge, main = [s["text"] for s in decompose(
+        "During which years was the first series named among the writing credits of the writer of Filthy Rich & Catflap broadcast?")]
+    assert bridge.endswith("the writer of Filthy Rich & Catflap")
+    assert "Catflap" not in main
+    assert [s["text"] for s in decompose("Who is the spouse of the Procter & Gamble founder?")] == [
+        "the founder of Procter & Gamble", "Who is the spouse of the founder"]
+
+
+def test_rules_take_no_role_holder_that_ends_on_a_connector():
+    """"the CEO of the parent company": "CEO of the" is no name whose parent company is asked for;
+    the of-bridge reads it (the parent company of Sony first)."""
+    assert [s["text"] for s in decompose("Who is the CEO of the parent company of Sony?")] == [
+        "the parent company of Sony", "Who is the CEO of the parent company"]
+
+
 def test_rules_split_a_chain_of_of_phrases_at_the_innermost_one():
     """"the sibling of the author of X": the author of X is the first hop, then the question is asked
     of the author; a lower-case word before the name ("film") and a noun with its own "of" stay in."""

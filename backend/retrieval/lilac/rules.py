@@ -22,11 +22,14 @@ from typing import Any
 from backend.llm.text import QUESTION_WORDS, content_tokens
 
 MAX_SUBQUERIES = 5
+# A name: capitalised words, an ampersand between two of them ("Filthy Rich & Catflap", "Procter & Gamble").
+NAME_WORD = r"[A-Z0-9][\w'’.&-]*"
+NAME = NAME_WORD + r"(?:\s+(?:&\s+)?" + NAME_WORD + ")*"
 RELATIVE_RE = re.compile(r"\s(who|whom|whose|which|that|where)\s", re.I)
 # "the director of the film X", "the capital of the country that ..."
 OF_BRIDGE_RE = re.compile(
     r"\b((?i:the|a|an|this|its|his|her|their)\s+(?:[a-z-]+\s+){0,2}?[a-z-]+)\s+(of|for|from|by|in)\s+"
-    r"((?:the\s+)?(?:[\w'’.-]+\s+){0,6}?(?:\"[^\"]+\"|“[^”]+”|[A-Z0-9][\w'’.-]*(?:\s+[A-Z0-9][\w'’.-]*)*))",
+    r"((?:the\s+)?(?:[\w'’.-]+\s+){0,6}?(?:\"[^\"]+\"|“[^”]+”|" + NAME + "))",
 )
 # An of-phrase that ends in a number names a time or a place in the document, not an entity.
 NUMBER_NAME_RE = re.compile(r"(?:^|\s)[$€£]?\d[\d,.]*%?$")
@@ -39,7 +42,7 @@ ROLE_NOUNS = (
     "builder|inventor|illustrator|narrator|editor|presenter|headquarters|parent company"
 )
 ATTRIBUTIVE_RE = re.compile(
-    r"\b(?i:the)\s+(?P<name>\"[^\"]+\"|“[^”]+”|[A-Z0-9][\w'’.&-]*(?:\s+(?:of|the|and|de|[A-Z0-9][\w'’.&-]*))*?)"
+    r"\b(?i:the)\s+(?P<name>\"[^\"]+\"|“[^”]+”|" + NAME_WORD + r"(?:(?:\s+(?:of|the|and|de|&))*\s+" + NAME_WORD + ")*?)"
     r"\s+(?P<role>" + ROLE_NOUNS + r")\b"
 )
 # "When was the institute that owned The Collegian founded?": a question whose main clause waits
@@ -57,8 +60,8 @@ TRAILING_VERBS = frozenset((
 AUXILIARIES = frozenset("is was are were be been being has have had".split())
 DEMONYM_RE = re.compile(r"^[A-Z][a-z]+(?:an|ish|ese|ch|i)$")
 COMPARE_OR_RE = re.compile(
-    r"^(?P<pre>.*?)(?P<a>(?:\"[^\"]+\"|[A-Z0-9][\w'’.&-]*(?:\s+(?:of|the|and|de|la|van|von|[A-Z0-9][\w'’.&-]*))*)(?:\s*\([^)]*\))?)"
-    r"\s*,?\s+or\s+(?P<b>(?:\"[^\"]+\"|[A-Z0-9][\w'’.&-]*(?:\s+(?:of|the|de|la|van|von|[A-Z0-9][\w'’.&-]*))*)(?:\s*\([^)]*\))?)"
+    r"^(?P<pre>.*?)(?P<a>(?:\"[^\"]+\"|[A-Z0-9][\w'’.&-]*(?:\s+(?:of|the|and|de|la|van|von|&|[A-Z0-9][\w'’.&-]*))*)(?:\s*\([^)]*\))?)"
+    r"\s*,?\s+or\s+(?P<b>(?:\"[^\"]+\"|[A-Z0-9][\w'’.&-]*(?:\s+(?:of|the|de|la|van|von|&|[A-Z0-9][\w'’.&-]*))*)(?:\s*\([^)]*\))?)"
     r"(?P<post>.*)$"
 )
 BOTH_RE = re.compile(
@@ -169,7 +172,7 @@ def _of_bridge(q: str) -> list[str] | None:
 
 INNER_OF_RE = re.compile(
     r"\b(?i:the)\s+(?P<noun>[a-z-]+(?:\s+of\s+[a-z-]+|\s+[a-z-]+)?)\s+of\s+(?:the\s+)?(?:(?!of\b)[a-z-]+\s+){0,2}?"
-    r"(?P<name>\"[^\"]+\"|“[^”]+”|[A-Z0-9][\w'’.&-]*(?:\s+[A-Z0-9][\w'’.&-]*)*)"
+    r"(?P<name>\"[^\"]+\"|“[^”]+”|" + NAME + ")"
 )
 
 
