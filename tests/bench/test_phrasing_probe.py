@@ -58,5 +58,5 @@ def test_the_shipped_probe_keeps_to_the_tune_half_and_the_corpus(split_mod, phra
     if not corpus.is_dir():
         pytest.skip(f"no dev-hotpot-pdf at {bench}")
     rows, _ = phrasing_probe_mod.load_probe(phrasing_probe_mod.PROBE, bench)
-    assert len(rows) == 56
+    assert len(rows) == 64
     assert all((corpus / g).is_file() for r in rows for g in r["gold"])
