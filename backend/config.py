@@ -103,6 +103,11 @@ class IndexSettings(_Section):
 class RetrievalSettings(_Section):
     default_method: str = Field("hikey", description="Method used when none is named.")
     top_k: int = Field(10, description="Results returned per question.")
+    rank_depth: int = Field(
+        30, ge=1,
+        description="Results every method ranks before a question's first top_k are returned, so that asking for fewer "
+        "gives the head of the same ranking (the first 10 of 30, as evaluation ranks), not a shorter ranking that differs.",
+    )
     hybrid_alpha: float = Field(0.5, description="Weight of BM25 (vs dense) in min-max fused hybrid scores.")
     hikey_docs: int = Field(8, description="HiKEY Stage-1: documents routed to Stage 2.")
     hikey_lambda: float = Field(0.3, description="HiKEY final score weight of the document score.")

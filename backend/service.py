@@ -363,6 +363,7 @@ class Service:
         return QueryPipeline(
             corpus=corpus, llm=self.llm(llm_backend, llm_settings), count_tokens=encoders.text.count_tokens,
             question_vectors=lambda q: (encoders.text.encode([q])[0], encoders.sub.encode([q])[0]), reader=self.settings.reader,
+            rank_depth=self.settings.retrieval.rank_depth,
         )
 
     def llm(self, backend: str | None = None, llm_settings: LLMSettings | None = None) -> LLMBackend:

@@ -201,7 +201,8 @@ def time_method(service, corpus, method: str, questions: list[str], budget_s: fl
 
     llm = service.llm("rules")
     times: dict[bool, list[float]] = {True: [], False: []}
-    service.retriever(method, corpus, llm=llm).retrieve(questions[0], 10, {}, Trace(method=method))  # warm-up
+    depth = service.settings.retrieval.rank_depth  # what a question ranks before its top_k are returned
+    service.retriever(method, corpus, llm=llm).retrieve(questions[0], depth, {}, Trace(method=method))  # warm-up
     start = time.perf_counter()
     for q in questions:
         for brute in (True, False):
@@ -209,7 +210,7 @@ def time_method(service, corpus, method: str, questions: list[str], budget_s: fl
             retriever = service.retriever(method, corpus, llm=llm)
             retriever.brute_force = brute
             t0 = time.perf_counter()
-            retriever.retrieve(q, 10, {}, Trace(method=method))
+            retriever.retrieve(q, depth, {}, Trace(method=method))
             times[brute].append(time.perf_counter() - t0)
         if time.perf_counter() - start > budget_s:
             break

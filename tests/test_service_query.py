@@ -11,6 +11,7 @@ import pytest
 from backend.config import Settings
 from backend.errors import StrataError
 from backend.query import AskReply, PredictionLine, checked_question, checked_top_k
+from backend.retrieval.base import method_names
 from backend.service import Service
 
 QUESTION = "How many trees did the programme plant?"
@@ -52,6 +53,23 @@ def test_the_bounds_are_settings_and_their_edges_are_accepted(small_bounds, samp
     assert checked_top_k(None, small_bounds.settings) == small_bounds.settings.retrieval.top_k
     assert checked_top_k(3.0, small_bounds.settings) == 3
     assert checked_question("  spaced  ", small_bounds.settings) == "spaced"
+
+
+HEAD_QUESTIONS = [
+    QUESTION, "What does Table 2 show?", "Who wrote the report?", "What is the revenue in 2019?", "What does the -c option do?",
+]
+
+
+@pytest.mark.parametrize("method", method_names())
+def test_fewer_results_are_the_head_of_the_same_ranking(service, sample_workspace, method):
+    """Asking for 3 results gives the first 3 of asking for 20: the methods cut candidate lists and
+    the named documents and references reorder at the depth they are given, so each question is
+    ranked retrieval.rank_depth deep before its top_k are returned. Ranked at top_k itself, six of
+    the nine methods put another unit in the first three for one of these questions."""
+    for question in HEAD_QUESTIONS:
+        head = [r.node_id for r in service.ask(sample_workspace, question, method, top_k=3).results]
+        longer = [r.node_id for r in service.ask(sample_workspace, question, method, top_k=20).results]
+        assert head == longer[:3], question
 
 
 def test_compare_and_evaluate_apply_the_same_bounds(service, tmp_path):
