@@ -40,9 +40,15 @@ class TitleIndex:
         """Documents whose title `text` names, in order of first mention, at most `limit`;
         the longest title wins at each position (no match inside a longer one). A title named by
         the name before its comma counts only when its qualifier is written in the text too."""
+        return [d for group in self.mentions(text, exclude, limit) for d in group][:limit]
+
+    def mentions(self, text: str, exclude: str | None = None, limit: int = 8) -> list[tuple[str, ...]]:
+        """The documents of `mentioned`, grouped by the mention that names them: homonyms ("The
+        Young Ones" names the TV series and the video game) share a group."""
         words = [(m.group(0), m.group(0).lower()) for m in WORD.finditer(text)]
         joined = " " + " ".join(w for _, w in words) + " "
-        found: list[str] = []
+        groups: list[tuple[str, ...]] = []
+        found: set[str] = set()
         i = 0
         while i < len(words) and len(found) < limit:
             step = 1
@@ -53,11 +59,14 @@ class TitleIndex:
                     if docs and self.qualifiers:
                         docs = [d for d in docs if self._qualified(form, d, joined)]
                     if docs:
-                        found.extend(d for d in docs if d != exclude and d not in found)
+                        new = tuple(d for d in docs if d != exclude and d not in found)
+                        if new:
+                            groups.append(new)
+                            found.update(new)
                         step = n
                         break
             i += step
-        return found[:limit]
+        return groups
 
     def _qualified(self, form: tuple[str, ...], doc: str, joined: str) -> bool:
         qualifier = self.qualifiers.get((form, doc))

@@ -179,23 +179,27 @@ class StrataRetriever(Retriever):
 
     def _partner_candidates(
         self, node_id: str, li: LateInteraction, p: StrataParams, seen: set[str], linked_corpus: bool
-    ) -> dict[int, str]:
+    ) -> tuple[dict[int, str], dict[int, int]]:
         """Component rows one hop from a component into another document, with how: a PDF link
         between the documents ("doc_link"), or, in a corpus where hops are common, the other
         document's title named in this component's text ("mention"; its `per_doc` best
         components for the question). Where units rarely name another document a name is
         incidental, not a hop: filings naming another company cost dev-docugami-10q tune R@5
-        0.812 -> 0.781."""
+        0.812 -> 0.781. Also returns, per candidate named by title, the mention it was named by
+        (homonyms share one)."""
         ga = li.arrays
         out: dict[int, str] = {}
+        mention_of: dict[int, int] = {}
         if p.links:
             out = {u: kind for u, kind in component_neighbours(self.corpus, node_id, li, p.per_doc) if kind == "doc_link"}
         if p.mentions and linked_corpus:
             node = self.corpus.nodes[node_id]
-            for doc in title_index(self.corpus).mentioned(node.text, exclude=node.doc):
-                for u in best_of_document(ga, li, doc, p.per_doc):
-                    out.setdefault(int(u), "mention")
-        return {u: kind for u, kind in sorted(out.items()) if ga.comp_ids[u] not in seen}
+            for g, docs in enumerate(title_index(self.corpus).mentions(node.text, exclude=node.doc)):
+                for doc in docs:
+                    for u in best_of_document(ga, li, doc, p.per_doc):
+                        out.setdefault(int(u), "mention")
+                        mention_of.setdefault(int(u), g)
+        return {u: kind for u, kind in sorted(out.items()) if ga.comp_ids[u] not in seen}, mention_of
 
     def _with_partners(
         self, base: list[ScoredNode], li: LateInteraction, top_k: int, p: StrataParams, linked_corpus: bool, trace: Trace,
@@ -252,14 +256,16 @@ class StrataRetriever(Retriever):
         """Place up to `limit` of the anchor's one-hop components after it (in `out`), best edge
         first; `reached`: the best match per subquery along the chain so far. A first hop in a
         linked corpus may be placed on the strength of the hop alone, whatever the number of
-        subqueries; a further hop only when it adds to some subquery. Returns the placed
-        partners with the chain's best matches through them."""
+        subqueries; a further hop only when it adds to some subquery. A title names one hop, so
+        the pages it names (homonyms) and their units share one place. Returns the placed partners
+        with the chain's best matches through them."""
         ga, best = li.arrays, li.best
         n_subqueries = best.shape[1]
         a = ga.comp_row[anchor]
-        kinds = self._partner_candidates(anchor, li, p, seen, linked_corpus)
+        kinds, mention_of = self._partner_candidates(anchor, li, p, seen, linked_corpus)
         if not kinds:
             return []
+        homonyms_placed: set[int] = set()
         cand = np.array(list(kinds), dtype=np.int64)
         edge_scores = np.maximum(reached[None, :], best[cand]).sum(axis=1)
         gains = edge_scores - reached.sum()
@@ -268,8 +274,8 @@ class StrataRetriever(Retriever):
             if len(placed) >= limit or len(out) >= top_k:
                 break
             u = int(cand[j])
-            if ga.comp_ids[u] in seen:
-                continue
+            if ga.comp_ids[u] in seen or mention_of.get(u, -1) in homonyms_placed:
+                continue  # one place per mention: "The Young Ones" names the TV series or the video game
             edges.append(ScoredEdge(
                 src=anchor, dst=ga.comp_ids[u], edge_kind=kinds[u], score=round(float(edge_scores[j]), 4),
                 matches=[SubqueryMatch(subquery=q, node_id=li.winner(a if best[a, q] >= best[u, q] else u, q)[0],
@@ -283,6 +289,8 @@ class StrataRetriever(Retriever):
                 # ("Westminster School, Adelaide ... located at Marion, South Australia").
                 continue
             seen.add(ga.comp_ids[u])
+            if u in mention_of:
+                homonyms_placed.add(mention_of[u])
             out.append(ScoredNode(node_id=ga.comp_ids[u], score=score, why=f"linked from {anchor}"))
             placed.append((ga.comp_ids[u], np.maximum(reached, best[u])))
         return placed

@@ -59,3 +59,12 @@ def test_the_name_before_a_comma_alone_names_nothing():
     assert index.mentioned("The United States presidential election of 1976 was the 48th.") == []
     assert index.mentioned("Compare the United States presidential election of 2016.") == ["e2016"]
     assert index.mentioned("United States presidential election, 2012 results") == ["e2012"], "the whole title needs nothing"
+
+
+def test_mentions_group_the_homonyms_one_name_gives():
+    index = build_title_index(TITLES)
+    text = "The 122nd Division fought near Marion, South Australia, with Nokia radios."
+    groups = index.mentions(text)
+    assert [set(g) for g in groups] == [{"div", "div2"}, {"marion"}, {"nokia"}]
+    assert index.mentioned(text) == [d for g in groups for d in g]
+    assert index.mentions(text, exclude="div") == [("div2",), ("marion",), ("nokia",)]

@@ -159,3 +159,27 @@ def test_a_leading_result_placed_as_a_partner_still_makes_its_own_first_hop(serv
     special = ranked.index("The_Year_Without_a_Santa_Claus.pdf")
     assert ranked[special + 1] == "Rankin/Bass_Productions.pdf", ranked
     assert hits[special + 1].why == f"linked from {hits[special].node_id}"
+
+
+def test_homonyms_named_by_one_mention_take_one_partner_place(service):
+    """The sitcom's page names its writer and "The Young Ones", the title of two pages (the TV
+    series and the video game). The two homonyms are one hop, not two: one of them is placed, and
+    the writer's page takes the anchor's other partner place (the three hops tie, and the homonyms'
+    pages come first in the corpus)."""
+    docs = {
+        "Filthy_Rich_and_Catflap.pdf": [
+            "Filthy Rich and Catflap is a BBC sitcom broadcast in 1987. It was written by Ben Elton and starred three "
+            "former co-stars of The Young Ones."],
+        "The_Young_Ones_(TV_series).pdf": ["The Young Ones is a British sitcom broadcast on BBC2 from 1982 to 1984 in two series."],
+        "The_Young_Ones_(video_game).pdf": ["The Young Ones is a video game of 1986 based on the British sitcom broadcast on BBC2."],
+        "Ben_Elton.pdf": ["Ben Elton is an English comedian and author who wrote for series such as Blackadder."],
+        "Blackadder.pdf": ["Blackadder is a series of four BBC sitcoms broadcast from 1983 to 1989."],
+        "Comedy_on_BBC2.pdf": ["Many sitcoms were broadcast on BBC2 in the 1980s, most of them in series of six episodes."],
+    }
+    corpus = build_corpus(service, docs)
+    question = "During which years was the first series named among the writing credits of the writer of Filthy Rich and Catflap broadcast?"
+    hits, trace = _run(service, corpus, question, 6, {"chain": 0})
+    anchor = next(h.node_id for h in hits if doc_of(corpus, h.node_id) == "Filthy_Rich_and_Catflap.pdf")
+    partners = [doc_of(corpus, h.node_id) for h in hits if h.why == f"linked from {anchor}"]
+    assert "Ben_Elton.pdf" in partners, partners
+    assert len([d for d in partners if d.startswith("The_Young_Ones")]) == 1, partners
