@@ -174,6 +174,17 @@ def test_rules_take_no_role_holder_that_ends_on_a_connector():
         "the parent company of Sony", "Who is the CEO of the parent company"]
 
 
+def test_rules_take_a_relative_clause_head_from_its_last_determiner():
+    """"the nickname of the city where X is located": the clause describes the city, the first hop;
+    the nickname is what the question then asks of it. A possessive name keeps no "'s"."""
+    assert [s["text"] for s in decompose("What is the nickname of the city where Darling's Waterfront Pavilion is located?")] == [
+        "the city where Darling's Waterfront Pavilion is located", "What is the nickname of the city"]
+    assert [s["text"] for s in decompose("What is the capital of the country where Supertubos is located?")] == [
+        "the country where Supertubos is located", "What is the capital of the country"]
+    assert decompose("What is the record label of the Stanley Clarke Band's performer?")[0]["text"] == (
+        "the performer of Stanley Clarke Band")
+
+
 def test_rules_split_a_chain_of_of_phrases_at_the_innermost_one():
     """"the sibling of the author of X": the author of X is the first hop, then the question is asked
     of the author; a lower-case word before the name ("film") and a noun with its own "of" stay in."""

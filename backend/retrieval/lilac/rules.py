@@ -115,9 +115,11 @@ def _relative_bridge(q: str) -> list[str] | None:
     for m in RELATIVE_RE.finditer(q):
         start = m.start()
         before = q[:start]
-        # The head noun phrase: the last 1-4 words before the pronoun, from its determiner.
+        # The head noun phrase: the last 1-4 words before the pronoun, from its last determiner ("the
+        # nickname of the city where ...": the clause is the city's, and the nickname is asked of it).
         head = re.search(
-            r"(\b(?i:the|a|an|this|that)\s+(?:[\w'’-]+\s+){0,3}[\w'’-]+|\b[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*)$", before.strip()
+            r"(\b(?i:the|a|an|this|that)\s+(?:(?!(?i:the|a|an|of)\s)[\w'’-]+\s+){0,3}[\w'’-]+|\b[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*)$",
+            before.strip()
         )
         if head is None or len(before.split()) < 2 or _clean(before).lower() == head.group(1).lower():
             continue  # a subject relative ("The manager who ... managed X"): its end is unknown without a parser
@@ -150,11 +152,11 @@ def _attributive_bridge(q: str) -> list[str] | None:
     m = ATTRIBUTIVE_RE.search(q)
     if m is None or DEMONYM_RE.match(m.group("name")):
         return None
-    role = m.group("role")
+    role, name = m.group("role"), re.sub(r"['’]s$", "", m.group("name"))  # "the Stanley Clarke Band's performer"
     main = _clean(f"{q[: m.start()]}the {role}{q[m.end():]}")
     if not _asks_beyond(main, role):
         return None  # nothing is asked about the role's holder beyond the phrase itself
-    return [f"the {role} of {m.group('name')}", main]
+    return [f"the {role} of {name}", main]
 
 
 def _of_bridge(q: str) -> list[str] | None:
