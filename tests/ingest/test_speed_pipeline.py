@@ -174,12 +174,14 @@ class _Recording:
 
 def _boilerplate_pdf(path: Path, own: str) -> Path:
     """A filing-like PDF: the same risk paragraph twice, a disclaimer every sibling shares, and a
-    paragraph of its own."""
+    paragraph of its own. The siblings share one title: a unit right under its title is indexed
+    with it (backend/index/texts.py), so filings titled apart would index their boilerplate apart."""
     shared = ("Risk factors. Our results could be affected by changes in foreign exchange rates, supply chain "
               "constraints and the competitive markets in which the Company operates, among other matters.")
     disclaimer = ("This report contains forward-looking statements that involve risks and uncertainties; actual "
                   "results may differ materially from those described here.")
     doc = pymupdf.open()
+    doc.set_metadata({"title": "Quarterly report"})
     for text in (shared, own, shared, disclaimer):
         page = doc.new_page()
         page.insert_textbox(pymupdf.Rect(72, 72, 520, 400), text, fontsize=11)
