@@ -19,13 +19,15 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import re
 import shutil
+import sys
 from pathlib import Path
 
 import pymupdf
 
-QUALIFIER = re.compile(r"\s*\([^()]*\)\s*$")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from backend.index.texts import title_forms as written_forms  # noqa: E402
+
 MIN_FORM_CHARS = 4  # a shorter name ("Ra") would be cut out of other words
 
 
@@ -35,9 +37,8 @@ def chosen(file_name: str, share: float) -> bool:
 
 
 def title_forms(title: str) -> list[str]:
-    """The title, without its qualifier, and before its comma; longest first."""
-    bare = QUALIFIER.sub("", title)
-    return sorted({t.strip() for t in (title, bare, bare.split(",")[0]) if len(t.strip()) >= MIN_FORM_CHARS}, key=len, reverse=True)
+    """The title, without its qualifier, and before its comma (as the index reads them); longest first."""
+    return sorted((t for t in written_forms(title) if len(t) >= MIN_FORM_CHARS), key=len, reverse=True)
 
 
 def dename_page(page: pymupdf.Page) -> int:

@@ -60,14 +60,20 @@ def index_text(n: Node, sections: dict[str, Section], documents: dict[str, Docum
     return n.text
 
 
-def names_title(text: str, title: str) -> bool:
-    """Whether `text` writes the title, the title without a parenthetical qualifier, or the part
-    before its comma, as whole words (case-insensitive). Found with str.find: it runs for every
-    unit under a title each time a corpus is loaded (a pattern per title would be compiled anew)."""
+def title_forms(title: str) -> list[str]:
+    """The ways a text writes a title: whole, without its parenthetical qualifier, and the part
+    before its comma ("Summerlin, Nevada" -> "Summerlin"); distinct, non-empty, in that order."""
     bare = QUALIFIER.sub("", title)
+    return list(dict.fromkeys(t.strip() for t in (title, bare, bare.split(",")[0]) if t.strip()))
+
+
+def names_title(text: str, title: str) -> bool:
+    """Whether `text` writes one of the title's forms as whole words (case-insensitive). Found
+    with str.find: it runs for every unit under a title each time a corpus is loaded (a pattern
+    per title would be compiled anew)."""
     low = text.lower()
-    for form in {t.strip().lower() for t in (title, bare, bare.split(",")[0])}:
-        start = low.find(form) if form else -1
+    for form in {t.lower() for t in title_forms(title)}:
+        start = low.find(form)
         while start >= 0:
             end = start + len(form)
             if (start == 0 or not low[start - 1].isalnum()) and (end == len(low) or not low[end].isalnum()):
