@@ -434,3 +434,65 @@ def test_a_role_written_before_a_name_is_found_first_and_its_holder_asked_about(
     assert {"Green_(album).pdf", "Steve_Hillage.pdf"} <= set(docs[:3]), docs
     asked = " | ".join(s.model_dump_json() for s in trace.steps)
     assert "the performer of Green" in asked and "spouse of Steve Hillage" in asked
+
+
+# A 3-page chain written as two subqueries: the athlete's page names her high school (whose name
+# shares "high school" with the question), the school's page names its community, whose page
+# holds the population. A club and a second high school and town are the distractors.
+CHAIN = {
+    "Dara_Quill.pdf": ["Dara Quill is an American collegiate high jumper for the Kestrel Athletics Club. "
+                       "She was a high jumper at Harrow Vale High School."],
+    "Harrow_Vale_High_School.pdf": ["Harrow Vale High School is a private Catholic school located in Fenwick Park, Nevada."],
+    "Fenwick_Park.pdf": ["Fenwick Park is a planned community in Nevada. At the 2010 census its population was 24,500."],
+    "Kestrel_Athletics_Club.pdf": ["The Kestrel Athletics Club is a track club founded in 1960 for collegiate jumpers."],
+    "Orchard_Hill_High_School.pdf": ["Orchard Hill High School is a public school in Larch Bay."],
+    "Larch_Bay.pdf": ["Larch Bay is a town in Oregon. Its population was 9,100 at the 2010 census."],
+}
+CHAIN_LINKS = [("Dara_Quill.pdf", 0, "Kestrel_Athletics_Club.pdf"), ("Dara_Quill.pdf", 0, "Harrow_Vale_High_School.pdf"),
+               ("Harrow_Vale_High_School.pdf", 0, "Fenwick_Park.pdf"), ("Orchard_Hill_High_School.pdf", 0, "Larch_Bay.pdf")]
+
+
+def test_the_bridge_named_by_the_hops_own_words_leads_to_the_third_page(service):
+    """The rules write "the community where Dara Quill's high school is located" as one hop. Its
+    evidence names the school, whose name carries the hop's own words ("high school"): that is the
+    bridge, not a name the subtask already is. Before, the club took its place and the school's
+    page, the middle of the chain, was never reached."""
+    from tests.fakes import build_corpus, doc_of
+
+    corpus = build_corpus(service, CHAIN, CHAIN_LINKS)
+    question = "What was the 2010 population of the community where Dara Quill's high school is located?"
+    trace = Trace(method="fif")
+    hits = service.retriever("fif", corpus).retrieve(question, 3, dict(TIGHT), trace)
+    docs = list(dict.fromkeys(doc_of(corpus, h.node_id) for h in hits))
+    assert set(docs[:3]) == {"Dara_Quill.pdf", "Harrow_Vale_High_School.pdf", "Fenwick_Park.pdf"}, docs
+    asked = [s.subquery for s in _agent(trace) if s.action == "traverse"]
+    assert "What was the 2010 population of Harrow Vale High School" in asked, asked
+
+
+def test_rules_take_a_name_carrying_the_subtasks_own_words_as_the_bridge():
+    unit = {"title": "Dara Quill", "links": ["Kestrel Athletics Club", "Harrow Vale High School"],
+            "text": CHAIN["Dara_Quill.pdf"][0]}
+    names = bridge_entities("the community where Dara Quill's high school is located", unit)
+    assert names[0] == "Harrow Vale High School", names
+    # The subtask's named entity is still no answer, whatever else it shares.
+    assert "Dara Quill" not in names
+
+
+def test_rules_orchestrator_extends_a_resolved_plan_that_leaves_query_words_uncovered():
+    subtasks = [{"index": 0, "text": "the community where Dara Quill's high school is located", "status": "answered",
+                 "depends_on": []},
+                {"index": 1, "text": "What was the 2010 population of the community", "status": "answered", "depends_on": [0]}]
+    school = {"title": "Harrow Vale High School", "text": CHAIN["Harrow_Vale_High_School.pdf"][0]}
+    memory = [{"step": 1, "action": "traverse", "subtask": 0, "outcome": "success", "entities": ["Harrow Vale High School"],
+               "evidence": [{"title": "Dara Quill", "text": CHAIN["Dara_Quill.pdf"][0]}]},
+              {"step": 2, "action": "traverse", "subtask": 1, "outcome": "success", "entities": ["Fenwick Park"],
+               "evidence": [school]}]
+    ask = {"query": "What was the 2010 population of the community where Dara Quill's high school is located?",
+           "subtasks": subtasks, "memory": memory, "steps_left": 5}
+    action = orchestrate(ask)["action"]
+    assert action["next_action"] == "replan" and "popul" in action["reason"], action
+    covered = {**ask, "memory": memory + [{"step": 3, "action": "traverse", "subtask": 1, "outcome": "success",
+                                           "entities": [], "evidence": [{"title": "Fenwick Park",
+                                                                         "text": CHAIN["Fenwick_Park.pdf"][0]}]}]}
+    assert orchestrate(covered)["action"]["next_action"] == "stop"
+    assert orchestrate({**ask, "replans": 1})["action"]["next_action"] == "stop", "one replan at most"

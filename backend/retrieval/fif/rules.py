@@ -13,9 +13,10 @@ Every task reads only the payload the retriever sends, and follows its prompt's 
   dead end (no unit on the route names the entity) moves on to the next-most-likely entity, a
   near miss (the entity mentioned, its page not reached) keeps the entity and escalates; after
   two failures in a row another successful step whose evidence best matches the subtask is
-  tried as an anchor too. PLAN (at most once) when every rung failed, or when a one-subtask
-  plan leaves query words uncovered or the query asks for an entity (whose own page is the
-  next hop). STOP when every subtask is resolved or a budget is spent.
+  tried as an anchor too. PLAN (at most once) when every rung failed, when a resolved plan
+  leaves query words uncovered (a chain longer than the plan: the last hop reached the bridge's
+  page, which does not say what is asked), or when a one-subtask plan's query asks for an entity
+  (whose own page is the next hop). STOP when every subtask is resolved or a budget is spent.
 - `fif_select_docs` / `fif_select_components` (traversers with LLM reasoning): re-score the
   vector shortlist by how well each candidate covers the subtask's named entities and other
   content words (and the query's), and keep the best.
@@ -24,8 +25,9 @@ Every task reads only the payload the retriever sends, and follows its prompt's 
   word; for a composed subtask, the bridge entity's own page or a unit meeting the subtask's
   other named constraints. Answers: the bridge entity with alternatives (the unit's own title
   when the subtask only describes it, then the titles it links to and other capitalised names,
-  ranked by how much of the subtask their sentence covers) for a subtask others depend on,
-  else the sentence covering it best.
+  those carrying the subtask's own words first ("X's high school": "Bishop Gorman High
+  School"), each ranked by how much of the subtask their sentence covers) for a subtask others
+  depend on, else the sentence covering it best.
 - `fif_plan` (Subquery Planner): one follow-up task "(i) <query words still uncovered, or its
   non-entity words>" on the entities the latest successful evidence names.
 - `fif_rerank` (Reranker): the best unit of each answered subtask first, in subtask order, so
@@ -177,23 +179,30 @@ def bridge_entities(subtask: str, unit: dict[str, Any], limit: int = 5) -> list[
     The unit's own page title comes first when the subtask does not name it (the page is then
     what the subtask describes: "the youngest daughter of X" finds her page); then the titles of
     the documents the unit links to (they are navigable) and other capitalised names, each ranked
-    by how much of the subtask the sentence around it covers."""
+    by how much of the subtask the sentence around it covers.
+
+    A name is the subtask's own, and skipped, when most of its words are the subtask's named
+    entities. A name that carries the subtask's other words ("Bishop Gorman High School" for "the
+    community where X's high school is located", "Richmond River" for "the river the town is on")
+    names the kind of thing the subtask asks about: it is what the hop is looking for."""
     tokens, spans = query_terms(subtask)
     known = set().union(*spans)
+    asked = {t for t in tokens - known if not t.isdigit()}  # the subtask's kinds and relations
     own = content_tokens(unit.get("title", ""))
     text = unit.get("text", "")
     sentences = SENTENCE_RE.split(text) or [text]
     links = [t for t in unit.get("links", []) if t]
-    scored: list[tuple[float, int, str]] = []
+    scored: list[tuple[bool, float, int, str]] = []  # (not of the kind asked, -score, first offset, name)
     seen: set[str] = set()
     title = unit.get("title", "")
+    first_names: list[str] = []
     if own and len(own & tokens) * 2 < len(own):
-        scored.append((2.0, -1, title))
+        first_names.append(title)
         seen.add(title.lower())
     for name in links + entity_spans(text):
         toks = content_tokens(name)
         key = name.lower()
-        if not toks or key in seen or len(toks & tokens) * 2 >= len(toks) or toks <= own or key in NOT_NAMES:
+        if not toks or key in seen or len(toks & known) * 2 >= len(toks) or toks <= own or key in NOT_NAMES:
             continue  # nothing, a repeat, or (mostly) a name the subtask or the page already is
         seen.add(key)
         around = [s for s in sentences if name.lower() in s.lower()]
@@ -204,9 +213,9 @@ def bridge_entities(subtask: str, unit: dict[str, Any], limit: int = 5) -> list[
             continue
         first = text.lower().find(name.lower())
         score = overlap + (0.5 if linked else 0.0) + (0.15 if len(name.split()) > 1 else 0.0) - 0.3 * bool(toks & known)
-        scored.append((score, first if first >= 0 else len(text), name))
-    scored.sort(key=lambda s: (-s[0], s[1], s[2]))
-    return [name for _, _, name in scored[:limit]]
+        scored.append((not toks & asked, -score, first if first >= 0 else len(text), name))
+    scored.sort()  # the names of the kind asked about first, then by score, then by first occurrence
+    return (first_names + [name for *_, name in scored])[:limit]
 
 
 def _words_of(text: str, keep: set[str]) -> str:
@@ -254,13 +263,15 @@ def orchestrate(payload: dict[str, Any]) -> dict[str, Any]:
         return _action("stop", reason="LLM call budget spent")
 
     if not any(s["status"] == "open" for s in subtasks):
-        # A one-subtask plan is incomplete when part of the query is still uncovered, or when the
-        # query asks for an entity: that entity's own page (named by the evidence) is the next hop.
-        if len(subtasks) == 1 and can_replan and any(m["outcome"] == "success" and m.get("entities") for m in traverses):
+        # A plan is incomplete when part of the query is still uncovered: the chain is longer than
+        # the plan (its last hop reached a page that does not say what is asked), or a one-subtask
+        # plan missed a hop. So is a one-subtask plan whose query asks for an entity: that entity's
+        # own page (named by the evidence) is the next hop.
+        if can_replan and any(m["outcome"] == "success" and m.get("entities") for m in traverses):
             gap = _query_gap(payload)
             if gap:
-                return _action("replan", reason=f"a one-subtask plan leaves '{' '.join(sorted(gap))}' uncovered")
-            if asks_entity(payload["query"]):
+                return _action("replan", reason=f"the plan leaves '{' '.join(sorted(gap))}' uncovered")
+            if len(subtasks) == 1 and asks_entity(payload["query"]):
                 return _action("replan", reason="the query asks for an entity: follow the entities its evidence names")
         return _action("stop", reason="every subtask is resolved")
 
