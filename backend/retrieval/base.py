@@ -16,7 +16,7 @@ from backend.graph.corpus import Corpus
 from backend.index.encoders import TextEncoder
 from backend.llm.base import LLMBackend
 from backend.retrieval.scoring import QueryScores
-from backend.retrieval.traits import TEMPLATE_ALPHA, is_short_separate_corpus, is_template_corpus
+from backend.retrieval.traits import TEMPLATE_ALPHA, is_separate_corpus, is_short_separate_corpus, is_template_corpus
 from backend.types import ScoredNode, Trace
 
 
@@ -99,6 +99,8 @@ class Retriever(ABC):
     Params: ClassVar[type[StrategyParams]] = NoParams
     params: ClassVar[tuple[ParamSpec, ...]] = ()  # the sliders under default Settings, derived from Params
     template_alpha: ClassVar[bool] = False  # on a template corpus, alpha defaults to dense (resolve_params)
+    # parameter defaults on a corpus of separate documents, long or short (traits.is_separate_corpus)
+    separate_defaults: ClassVar[dict[str, float | int]] = {}
     # parameter defaults on a corpus of short separate documents (traits.is_short_separate_corpus)
     separate_short_defaults: ClassVar[dict[str, float | int]] = {}
     # pages, units (references.py) and, on a template corpus, documents (names.py) the question names go first
@@ -171,6 +173,12 @@ class Retriever(ABC):
                 if trace is not None:
                     trace.notes.append(f"Template corpus (documents sharing one boilerplate): hybrid scores use alpha {TEMPLATE_ALPHA:g} "
                                        "(dense only), as this call set no alpha.")
+        unset = {k: v for k, v in self.separate_defaults.items() if k not in params}
+        if unset and is_separate_corpus(self.corpus):
+            resolved = resolved.model_copy(update=unset)
+            if trace is not None:
+                trace.notes.append("Separate documents (they rarely name or link one another): "
+                                   f"{', '.join(f'{k} {v:g}' for k, v in unset.items())}, as this call set none.")
         unset = {k: v for k, v in self.separate_short_defaults.items() if k not in params}
         if unset and is_short_separate_corpus(self.corpus):
             resolved = resolved.model_copy(update=unset)

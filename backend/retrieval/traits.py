@@ -93,6 +93,12 @@ def _measure_hop_share(corpus) -> float:
     return hops / len(sample)
 
 
+def is_separate_corpus(corpus) -> bool:
+    """Documents that rarely lead to one another (hop share < HOP_SHARE), long or short: reports,
+    papers, filings; not a web of pages."""
+    return hop_share(corpus) < HOP_SHARE
+
+
 def is_long_separate_corpus(corpus) -> bool:
     """Long documents (mean pages > SHORT_DOC_PAGES) that rarely lead to one another (hop share
     < HOP_SHARE): reports, papers and filings a question picks by name ("for COSTCO in FY2021"),

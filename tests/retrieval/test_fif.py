@@ -496,3 +496,55 @@ def test_rules_orchestrator_extends_a_resolved_plan_that_leaves_query_words_unco
                                                                          "text": CHAIN["Fenwick_Park.pdf"][0]}]}]}
     assert orchestrate(covered)["action"]["next_action"] == "stop"
     assert orchestrate({**ask, "replans": 1})["action"]["next_action"] == "stop", "one replan at most"
+
+
+def test_a_failed_extension_of_a_resolved_plan_calls_on_the_seeds_only_where_asked(service, trap):
+    """A subquery the planner added to a plan already resolved (the chain may be longer than the
+    plan) that then fails leaves what the plan found as it was (seed_extensions 0, the default in a
+    web of pages); with seed_extensions 1 (separate documents) it counts among the unanswered.
+    A subquery added after a failure always counts."""
+    from backend.retrieval.fif.agent import FiFAgent
+    from backend.retrieval.fif.memory import FiFParams, Memory
+    from backend.types import SubQuery
+
+    retriever = service.retriever("fif", trap)
+
+    def weight(seed_extensions: int, extensions: set[int]) -> float:
+        cfg = FiFParams(seed_weight=2.0, seed_open=1, seed_extensions=seed_extensions)
+        agent = FiFAgent(trap, retriever.llm, cfg, retriever.fif_scores(cfg.alpha))
+        plan = [SubQuery(text=t["text"], status="answered", depends_on=t["depends_on"]) for t in TRAP_PLAN]
+        memory = Memory(query=TRAP_QUESTION, subqueries=[*plan, SubQuery(text="(i) born", depends_on=[1])],
+                        extensions=extensions)
+        return agent._seed_weight(memory)
+
+    assert weight(0, {2}) == 0.0
+    assert weight(1, {2}) == pytest.approx(2.0 / 3, abs=1e-6)
+    assert weight(0, set()) == pytest.approx(2.0 / 3, abs=1e-6)
+
+
+def test_the_agent_marks_only_a_resolved_plans_new_subqueries_as_its_extension(service, trap):
+    from backend.retrieval.fif.agent import FiFAgent
+    from backend.retrieval.fif.memory import FiFParams, Memory
+    from backend.retrieval.fif.tasks import FiFAction
+    from backend.types import SubQuery
+
+    retriever = service.retriever("fif", trap)
+    cfg = FiFParams()
+    agent = FiFAgent(trap, retriever.llm, cfg, retriever.fif_scores(cfg.alpha))
+    replan = FiFAction(next_action="replan", reason="the plan leaves 'born' uncovered")
+    for statuses, marked in ((["answered", "answered"], {2}), (["answered", "open"], set())):
+        memory = Memory(query=TRAP_QUESTION, subqueries=[SubQuery(text=t["text"], status=s, depends_on=t["depends_on"])
+                                                         for t, s in zip(TRAP_PLAN, statuses)])
+        agent._replan(memory, Trace(method="fif"), replan, agent._usage())
+        assert len(memory.subqueries) == 3 and memory.extensions == marked
+
+
+def test_rules_planner_follows_no_page_the_evidence_already_holds():
+    from backend.retrieval.fif.rules import plan
+
+    memory = [{"step": 1, "action": "traverse", "subtask": 1, "outcome": "success",
+               "entities": ["Ben Elton", "The Young Ones"],
+               "evidence": [{"title": "Ben Elton", "text": "Ben Elton wrote The Young Ones and Filthy Rich & Catflap."}]}]
+    out = plan({"query": "During which years was the first series named among Ben Elton's writing credits broadcast?",
+                "memory": memory, "subtasks": []})
+    assert out["answers"] == [["The Young Ones"]], out

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from backend.retrieval.traits import TEMPLATE_ALPHA, is_short_separate_corpus, is_template_corpus
+from backend.retrieval.traits import TEMPLATE_ALPHA, is_separate_corpus, is_short_separate_corpus, is_template_corpus
 from backend.types import Trace
 from tests.fakes import FILMS, build_corpus
 
@@ -67,7 +67,19 @@ def test_short_separate_documents_take_the_strategy_s_own_defaults_unless_the_ca
     assert any("Short separate documents" in n for n in trace.notes)
     explicit = Trace(method=method)
     default = type(retriever).Params.resolve(None, {}).model_dump()[name]
-    assert getattr(retriever.resolve_params({name: default}, explicit), name) == default and not explicit.notes
+    assert getattr(retriever.resolve_params({name: default}, explicit), name) == default
+    assert not any("Short separate documents" in n for n in explicit.notes)
     assert getattr(service.retriever(method, films).resolve_params({}), name) == default
     hits = retriever.retrieve("How much steel did plant 3 produce in 2019?", 5, {}, Trace(method=method))
     assert hits and all(a.score >= b.score for a, b in zip(hits, hits[1:]))
+
+
+def test_separate_documents_long_or_short_take_the_strategy_s_separate_defaults(service, reports, films):
+    """FiF's failed extension of a resolved plan calls on the seeds on separate documents
+    (seed_extensions 1), not in a web of pages (the films name one another)."""
+    assert is_separate_corpus(reports) and not is_separate_corpus(films)
+    trace = Trace(method="fif")
+    assert service.retriever("fif", reports).resolve_params({}, trace).seed_extensions == 1
+    assert any("Separate documents" in n for n in trace.notes)
+    assert service.retriever("fif", reports).resolve_params({"seed_extensions": 0}).seed_extensions == 0
+    assert service.retriever("fif", films).resolve_params({}).seed_extensions == 0

@@ -112,6 +112,7 @@ class FiFAgent:
         memory.steps += 1
         memory.replans += 1
         out = self.llm.run(T.PLAN, T.PlanPayload(query=memory.query, subtasks=memory.subtasks(), memory=memory.history))
+        resolved = all(s.status == "answered" for s in memory.subqueries)  # the new tasks only extend the plan
         added: list[str] = []
         for j, text in enumerate(out.tasks):
             if not text.strip():
@@ -121,6 +122,8 @@ class FiFAgent:
             names = out.answers[j] if j < len(out.answers) else []
             if deps and names:  # the bridge entities the new task builds on, most likely first
                 memory.answers[deps[-1]] = list(names)
+            if resolved:
+                memory.extensions.add(len(memory.subqueries))
             memory.subqueries.append(SubQuery(text=text.strip(), depends_on=deps))
             added.append(text.strip())
         memory.history.append(T.PlanRecord(step=memory.steps, tasks=added))
@@ -320,10 +323,13 @@ class FiFAgent:
     def _seed_weight(self, memory: Memory) -> float:
         """seed_weight, times the share of subqueries left unanswered when seed_open is set: a
         traversal that answered every subquery is trusted as it is, unless (seed_open 2) the
-        question's best direct match is in no hop's findings."""
+        question's best direct match is in no hop's findings. Unless seed_extensions, a subquery
+        added to extend a plan already resolved does not count: its failure leaves what the plan
+        found as it was."""
         if not self.cfg.seed_open:
             return self.cfg.seed_weight
-        subs = memory.subqueries
+        subs = [s for i, s in enumerate(memory.subqueries)
+                if self.cfg.seed_extensions or i not in memory.extensions or s.status == "answered"]
         unanswered = sum(s.status != "answered" for s in subs) / len(subs) if subs else 1.0
         if self.cfg.seed_open >= 2 and unanswered < 1.0:
             # Answered, but the question's best direct match is nowhere in memory: the hops

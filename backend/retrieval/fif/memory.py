@@ -151,6 +151,12 @@ class FiFParams(StrategyParams):
         "1: the seed weight is scaled by the share of subqueries the agent left unanswered; 2: and is full when the question's "
         "best direct match is nowhere in memory (0: always the full weight).", ui=False,
     )
+    seed_extensions: int = param(
+        0, 0, 1,
+        "1: a subquery a replan added to extend a plan already resolved counts among the unanswered when it fails (the "
+        "default on separate documents, where the question's direct matches are the stronger signal); 0: its failure "
+        "leaves what the resolved plan found as it was (in a web of pages, where the plan's chain is).", ui=False,
+    )
 
 
 # ---------------------------------------------------------------- memory
@@ -197,6 +203,7 @@ class Memory:
     hops: list[HopRecord] = field(default_factory=list)
     steps: int = 0
     replans: int = 0
+    extensions: set[int] = field(default_factory=set)  # subqueries a replan added to a plan already resolved
 
     def subtasks(self) -> list[dict[str, Any]]:
         out = []

@@ -29,7 +29,8 @@ Every task reads only the payload the retriever sends, and follows its prompt's 
   School"), each ranked by how much of the subtask their sentence covers) for a subtask others
   depend on, else the sentence covering it best.
 - `fif_plan` (Subquery Planner): one follow-up task "(i) <query words still uncovered, or its
-  non-entity words>" on the entities the latest successful evidence names.
+  non-entity words>" on the entities the latest successful evidence names, pages the evidence
+  already holds left out (re-reading one adds nothing).
 - `fif_rerank` (Reranker): the best unit of each answered subtask first, in subtask order, so
   every hop of a chain is in the first ranks; then the rest by relevance to the query plus the
   credit of the hops that found them (success over failure, earlier ranks over later).
@@ -517,9 +518,13 @@ def plan(payload: dict[str, Any]) -> dict[str, Any]:
     gap = _query_gap(payload)
     tokens, spans = query_terms(payload["query"])
     words = _words_of(payload["query"], gap or tokens - set().union(*spans)) or payload["query"]
-    for m in reversed(payload["memory"]):
-        if m["action"] == "traverse" and m["outcome"] == "success" and m.get("entities"):
-            return {"tasks": [f"(i) {words}"], "depends_on": [[m["subtask"]]], "answers": [m["entities"]],
+    successes = [m for m in payload["memory"] if m["action"] == "traverse" and m["outcome"] == "success"]
+    # A page the successful steps already hold as evidence is no next hop: its title is left out.
+    read = {u.get("title", "").lower() for m in successes for u in m.get("evidence", [])}
+    for m in reversed(successes):
+        entities = [e for e in m.get("entities") or [] if e.lower() not in read]
+        if entities:
+            return {"tasks": [f"(i) {words}"], "depends_on": [[m["subtask"]]], "answers": [entities],
                     "reason": f"follow the entities named by step {m['step']}'s evidence into '{words}'"}
     return {"tasks": [words], "depends_on": [[]], "answers": [[]], "reason": "the query words no evidence covers yet"}
 
