@@ -20,8 +20,13 @@ benchmark: 56 questions written by one of us, read for failure modes, not tuned 
 goes through `Service.ask` (retrieve, references, pack, read), as the
 app asks it; page R@5 and All@10 as score.py counts them.
 
+Its check-half counterpart (`--half check`, bench/probes/dev-hotpot-check.jsonl, eighteenth
+session) has 13 chains written from check-half gold pages and pages no tune-half question or tune
+probe chain uses; a chain there may not name a page that is gold for a tune-half question. It is
+measured to report, never to choose anything by.
+
 Usage:
-    python bench/phrasing_probe.py --workspace WS [--methods strata,lilac,fif,hybrid] [--top-k 30]
+    python bench/phrasing_probe.py --workspace WS [--half check] [--methods strata,lilac,fif,hybrid] [--top-k 30]
 Prints the command and one markdown table (per method: originals, rewrites, chains).
 """
 
@@ -41,29 +46,31 @@ from backend.service import Service  # noqa: E402
 from bench.common import command_line  # noqa: E402
 from bench.split import DEFAULT_BENCH, split_of  # noqa: E402
 
-PROBE = Path(__file__).resolve().parent / "probes" / "dev-hotpot-tune.jsonl"
+PROBES = {half: Path(__file__).resolve().parent / "probes" / f"dev-hotpot-{half}.jsonl" for half in ("tune", "check")}
+PROBE = PROBES["tune"]
 COLLECTION = "dev-hotpot-pdf"
 
 
-def load_probe(path: Path, bench: Path) -> tuple[list[dict], dict[str, dict]]:
+def load_probe(path: Path, bench: Path, half: str = "tune") -> tuple[list[dict], dict[str, dict]]:
     """The probe's questions and the originals of its rewrites (id -> question record), which must
-    all be tune-half questions of the collection; a chain must name no page that is gold for a
-    check-half question."""
+    all be questions of the probe's half; a chain must name no page that is gold for a question of
+    the other half."""
     probe = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    originals, check_pages = {}, set()
+    other = "check" if half == "tune" else "tune"
+    originals, other_pages = {}, set()
     for line in (bench / COLLECTION / "questions.jsonl").read_text(encoding="utf-8").splitlines():
         q = json.loads(line)
         originals[q["id"]] = q
-        if split_of(q["id"]) == "check":
-            check_pages.update(g["doc"] for g in q.get("gold") or [])
+        if split_of(q["id"]) == other:
+            other_pages.update(g["doc"] for g in q.get("gold") or [])
     for p in probe:
         if p["of"]:
-            if split_of(p["of"]) != "tune":
-                raise SystemExit(f"{p['id']} rewrites {p['of']}, which is not on the tune half")
+            if split_of(p["of"]) != half:
+                raise SystemExit(f"{p['id']} rewrites {p['of']}, which is not on the {half} half")
             if sorted({g["doc"] for g in originals[p["of"]]["gold"]}) != sorted(p["gold"]):
                 raise SystemExit(f"{p['id']}: its gold is not its original's")
-        elif seen := sorted(set(p["gold"]) & check_pages):
-            raise SystemExit(f"{p['id']} names {seen}, gold for check-half questions")
+        elif seen := sorted(set(p["gold"]) & other_pages):
+            raise SystemExit(f"{p['id']} names {seen}, gold for {other}-half questions")
     return probe, originals
 
 
@@ -79,13 +86,14 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workspace", type=Path, required=True, help="dev-hotpot-pdf ingested")
     ap.add_argument("--bench", type=Path, default=DEFAULT_BENCH)
-    ap.add_argument("--probe", type=Path, default=PROBE)
+    ap.add_argument("--half", choices=sorted(PROBES), default="tune", help="the half the probe keeps to")
+    ap.add_argument("--probe", type=Path, default=None, help="default: bench/probes/dev-hotpot-<half>.jsonl")
     ap.add_argument("--methods", default="strata,lilac,fif,mirag,mmgraph,hybrid,dense")
     ap.add_argument("--top-k", type=int, default=30)
     ap.add_argument("--params", default="", help="JSON object of method parameters, e.g. '{\"chain\": 0}'")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
-    probe, originals = load_probe(args.probe, args.bench)
+    probe, originals = load_probe(args.probe or PROBES[args.half], args.bench, args.half)
     params = json.loads(args.params) if args.params else None
     service = Service(Settings())
     rewrites = [p for p in probe if p["of"]]
@@ -97,13 +105,13 @@ def main(argv: list[str] | None = None) -> int:
           f"| of which 3-page (n={len(three)}) | of which 4-page (n={len(four)}) |")
     print("|---|---|---|---|---|---|")
     for method in [m for m in args.methods.split(",") if m]:
-        def mean(items: list[dict], text=lambda p: p["question"]) -> tuple[float, float]:
+        def mean(items: list[dict], text=lambda p: p["question"]) -> str:
             got = [scores(service, args.workspace, text(p), p["gold"], method, args.top_k, params) for p in items]
-            return tuple(sum(g[i] for g in got) / max(1, len(got)) for i in range(2))
+            return " / ".join(f"{sum(g[i] for g in got) / len(got):.3f}" for i in range(2)) if got else "-"
 
         orig = mean(rewrites, lambda p: originals[p["of"]]["question"])
-        rew, ch, ch3, ch4 = mean(rewrites), mean(chains), mean(three), mean(four)
-        print(f"| {method} | " + " | ".join(f"{a:.3f} / {b:.3f}" for a, b in (orig, rew, ch, ch3, ch4)) + " |", flush=True)
+        cells = (orig, mean(rewrites), mean(chains), mean(three), mean(four))
+        print(f"| {method} | " + " | ".join(cells) + " |", flush=True)
     return 0
 
 

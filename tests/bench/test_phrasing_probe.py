@@ -1,5 +1,6 @@
-"""bench/phrasing_probe.py keeps to the tune half: a rewrite must rewrite a tune-half question and
-keep its gold pages, and the shipped probe names only files of the collection's corpus."""
+"""bench/phrasing_probe.py keeps to its half: a rewrite must rewrite a question of the probe's half
+and keep its gold pages, a chain names no gold page of the other half, and the shipped probes name
+only files of the collection's corpus."""
 
 from __future__ import annotations
 
@@ -60,3 +61,24 @@ def test_the_shipped_probe_keeps_to_the_tune_half_and_the_corpus(split_mod, phra
     rows, _ = phrasing_probe_mod.load_probe(phrasing_probe_mod.PROBE, bench)
     assert len(rows) == 64
     assert all((corpus / g).is_file() for r in rows for g in r["gold"])
+
+
+def test_a_check_probe_refuses_a_tune_page_and_accepts_a_check_page(tmp_path, split_mod, phrasing_probe_mod):
+    bench, _, _ = _bench(tmp_path, split_mod)  # A.pdf is gold for the tune-half question, Z.pdf for the check one
+    fine = _probe(tmp_path, [{"id": "c", "kind": "2-page chain", "of": "", "question": "C?", "gold": ["Z.pdf", "B.pdf"]}])
+    assert [r["id"] for r in phrasing_probe_mod.load_probe(fine, bench, "check")[0]] == ["c"]
+    leaky = _probe(tmp_path, [{"id": "c", "kind": "2-page chain", "of": "", "question": "C?", "gold": ["A.pdf", "B.pdf"]}])
+    with pytest.raises(SystemExit, match="tune-half"):
+        phrasing_probe_mod.load_probe(leaky, bench, "check")
+
+
+def test_the_shipped_check_probe_keeps_to_the_check_half_and_away_from_the_tune_probe(split_mod, phrasing_probe_mod):
+    bench = split_mod.DEFAULT_BENCH
+    corpus = bench / "dev-hotpot-pdf" / "corpus"
+    if not corpus.is_dir():
+        pytest.skip(f"no dev-hotpot-pdf at {bench}")
+    rows, _ = phrasing_probe_mod.load_probe(phrasing_probe_mod.PROBES["check"], bench, "check")
+    tune_rows, _ = phrasing_probe_mod.load_probe(phrasing_probe_mod.PROBES["tune"], bench, "tune")
+    assert len(rows) == 13 and not any(r["of"] for r in rows)
+    assert all((corpus / g).is_file() for r in rows for g in r["gold"])
+    assert not {g for r in rows for g in r["gold"]} & {g for r in tune_rows for g in r["gold"]}
