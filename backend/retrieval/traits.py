@@ -103,10 +103,10 @@ def is_long_separate_corpus(corpus) -> bool:
     """Long documents (mean pages > SHORT_DOC_PAGES) that rarely lead to one another (hop share
     < HOP_SHARE): reports, papers and filings a question picks by name ("for COSTCO in FY2021"),
     not a web of pages, whose second hop is in a document the question does not name."""
-    return mean_pages(corpus) > SHORT_DOC_PAGES and hop_share(corpus) < HOP_SHARE
+    return mean_pages(corpus) > SHORT_DOC_PAGES and is_separate_corpus(corpus)
 
 
 def is_short_separate_corpus(corpus) -> bool:
     """Short documents (mean pages <= SHORT_DOC_PAGES) that rarely lead to one another (hop share
     < HOP_SHARE): separate one-table reports, not a web of pages."""
-    return mean_pages(corpus) <= SHORT_DOC_PAGES and hop_share(corpus) < HOP_SHARE
+    return mean_pages(corpus) <= SHORT_DOC_PAGES and is_separate_corpus(corpus)
