@@ -105,7 +105,8 @@ def fused_with_seeds(
     from (the whole question's component hybrid), weighted `weight` against 1 for `ranked`: a
     traversal may add what the seeds miss, but cannot push the question's best direct matches far
     down. follows(hit): the hit belongs right after the one before it (a partner reached over a
-    link between documents keeps its place after its anchor and is not ranked on its own).
+    link between documents keeps its place after its anchor and is not ranked on its own; the pair
+    takes the better seed rank of the two, so a seed reached as a partner keeps its seed credit).
     seed_why: seeds missing from `ranked` join it with this reason (None: they are left out).
     Scores are the fused sums; weight <= 0 returns `ranked` unchanged."""
     if weight <= 0:
@@ -117,10 +118,14 @@ def fused_with_seeds(
             partners.setdefault(main[-1].node_id, []).append(hit)
         else:
             main.append(hit)
-    fused = reciprocal_rank_fusion((([h.node_id for h in main], 1.0), (seeds, weight)), SEED_RRF_K)
+    own = reciprocal_rank_fusion((([h.node_id for h in main], 1.0),), SEED_RRF_K)
+    seeded = reciprocal_rank_fusion(((seeds, weight),), SEED_RRF_K)
+    fused = {h.node_id: own[h.node_id] + max(seeded.get(m.node_id, 0.0) for m in [h, *partners.get(h.node_id, [])])
+             for h in main}
     if seed_why is not None:
         present = {h.node_id for h in ranked}
         main += [ScoredNode(node_id=s, score=0.0, why=seed_why) for s in dict.fromkeys(seeds) if s not in present]
+        fused.update({s: seeded[s] for s in seeds if s not in present})
     out: list[ScoredNode] = []
     for hit in sorted(main, key=lambda h: (-fused[h.node_id], h.node_id)):
         score = round(fused[hit.node_id], 6)

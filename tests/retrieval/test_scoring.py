@@ -164,6 +164,25 @@ def test_fused_with_seeds_adds_missing_seeds_on_their_rank_and_leaves_weight_zer
     assert "s" not in [h.node_id for h in fused_with_seeds(ranked, seeds, 1.0)]
 
 
+def test_a_pair_moved_together_takes_the_better_seed_rank_of_the_two():
+    """LILaC's best edge can join a page no seed holds to a seed (a school's page, the question's
+    third page, linked from the school): the pair moves together, so it is placed by the seed
+    credit of either end, not only the first's. Before, a seed reached as a partner lost its seed
+    credit and the best edge fell below the plain seed matches."""
+    from backend.retrieval.scoring import fused_with_seeds
+    from backend.types import ScoredNode
+
+    follows = lambda h: h.why == "partner"  # noqa: E731
+    ranked = [ScoredNode(node_id="community", score=1.4, why="edge"), ScoredNode(node_id="school", score=1.4, why="partner"),
+              ScoredNode(node_id="athlete", score=1.2, why="edge"), ScoredNode(node_id="other", score=1.1, why="edge")]
+    seeds = ["school", "athlete", "other"]
+    ids = [h.node_id for h in fused_with_seeds(ranked, seeds, 1.0, follows)]
+    assert ids == ["community", "school", "athlete", "other"], ids
+    # Without partners every hit is ranked on its own: the page no seed holds falls below every seed.
+    alone = [h.model_copy(update={"why": "edge"}) for h in ranked]
+    assert [h.node_id for h in fused_with_seeds(alone, seeds, 1.0, follows)][-1] == "community"
+
+
 def test_a_short_list_is_filled_with_the_seeds_it_lacks_after_its_own():
     from backend.retrieval.scoring import SEED_WHY, filled_with_seeds
     from backend.types import ScoredNode

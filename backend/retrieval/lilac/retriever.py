@@ -373,13 +373,16 @@ class LILaCRetriever(Retriever):
                 if partners.get(anchor, 0) < p.partners and other not in seen:
                     partners[anchor] = partners.get(anchor, 0) + 1
                     ends = [anchor, other]
+            placed_first = False
             for n in ends:
                 if n not in seen and len(out) < top_k:
                     seen.add(n)
-                    # The second end of a hop between documents stays attached to the first
-                    # (fused_with_seeds moves the pair together).
-                    placed_why = PARTNER_WHY if kinds[key] == "doc_link" and len(ends) == 2 and n == ends[1] else why
-                    out.append(ScoredNode(node_id=ga.comp_ids[n], score=round(s, 6), why=placed_why))
+                    # The second end of a hop between documents stays attached to the first when
+                    # the first is placed right before it (fused_with_seeds moves the pair together);
+                    # after a first end placed earlier, it is ranked on its own.
+                    partner = kinds[key] == "doc_link" and len(ends) == 2 and n == ends[1] and placed_first
+                    out.append(ScoredNode(node_id=ga.comp_ids[n], score=round(s, 6), why=PARTNER_WHY if partner else why))
+                    placed_first = n == ends[0]
         floor = out[-1].score if out else 0.0
         for i in seeds:  # seeds never reached by a kept edge, below every edge
             if len(out) >= top_k:
