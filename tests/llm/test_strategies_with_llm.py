@@ -43,9 +43,11 @@ def test_strategy_with_an_openai_compatible_server(method, service, sample_works
     assert result.llm_calls == len(server.requests) >= 1  # at least the reader's call
     assert result.trace.llm_calls <= result.llm_calls
     decomposed = [s for s in result.trace.steps if isinstance(s, DecomposeStep)]
-    for step in decomposed:  # the model's decomposition is the one the strategy used
-        assert [q.text for q in step.subqueries] == [q["text"] for q in SERVER_SUBQUERIES]
+    for step in decomposed:  # the model's decomposition is the one the strategy used (a replan may only extend it)
+        assert [q.text for q in step.subqueries[:2]] == [q["text"] for q in SERVER_SUBQUERIES]
         assert step.subqueries[1].depends_on == [0]
+    if decomposed:
+        assert len(decomposed[0].subqueries) == len(SERVER_SUBQUERIES)
     if method in ("lilac", "strata"):
         assert decomposed and result.trace.llm_calls >= 1
 
