@@ -4,7 +4,8 @@ table rows or figure regions.
 It scores every subcomponent of the packed units against the question (its own cosine in the
 subcomponent space, its component's cosine in the text-encoder space, and coverage of the
 question's content words), notes which of the retriever's subqueries (when it decomposed the
-question) each one covers best, hands the best ones to the LLM backend's typed ANSWER task
+question) each one covers best, hands the best ones (and the best unit of each subquery they
+leave out) to the LLM backend's typed ANSWER task
 (backend/llm/answer.py), and turns the cited ids into citations with document, page, box and
 section path. Abstains ("not enough evidence") when the backend does.
 """
@@ -41,6 +42,25 @@ def _best_subquery(tokens: set[str], sub_tokens: Sequence[set[str]]) -> tuple[in
         if cov > best[1]:
             best = (i, cov)
     return best
+
+
+def with_each_subquery(scored: list[EvidenceUnit], n_subqueries: int) -> list[EvidenceUnit]:
+    """The MAX_EVIDENCE best units for the whole question, and, for a decomposed question, the unit
+    that best covers each subquery when none of those does (the last hop's fact shares few words
+    with the whole question: "At the 2010 census, Summerlin's population was ..." for "What was
+    the 2010 population of the community where Randall Cunningham II's high school is located?").
+    Best first, as scored."""
+    evidence = scored[:MAX_EVIDENCE]
+    if n_subqueries < 2:
+        return evidence
+    extra = []
+    for i in range(n_subqueries):
+        if any(e.subquery == i for e in evidence):
+            continue
+        best = max((e for e in scored[MAX_EVIDENCE:] if e.subquery == i), key=lambda e: (e.sub_coverage, e.score), default=None)
+        if best is not None:
+            extra.append(best)
+    return evidence + sorted(extra, key=lambda e: (-e.score, e.id))
 
 
 class EvidenceReader:
@@ -93,7 +113,7 @@ class EvidenceReader:
     def read(
         self, question: str, qvecs: tuple[np.ndarray, np.ndarray], pack: EvidencePack, subqueries: Sequence[str] = ()
     ) -> Answer:
-        evidence = self.score_units(question, qvecs, pack, subqueries)[:MAX_EVIDENCE]
+        evidence = with_each_subquery(self.score_units(question, qvecs, pack, subqueries), len(subqueries))
         payload = AnswerPayload(question=question, evidence=evidence, threshold=self.threshold, context=pack.text,
                                 subqueries=list(subqueries))
         out = self.llm.run(ANSWER, payload)

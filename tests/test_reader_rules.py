@@ -258,3 +258,47 @@ def test_a_year_in_brackets_and_a_notes_label_are_no_answer_to_a_number_question
     q = "What were the total definite-lived intangible assets?"
     units = [unit("u1", "(6) The total definite-lived intangible assets were $492 at year end.", 0.6, 0.6)]
     assert answer_by_rules(q, units, THRESHOLD)["answer"] == "$492"
+
+
+def _ev(uid: str, text: str, score: float, subquery: int, sub_coverage: float) -> EvidenceUnit:
+    return EvidenceUnit(id=uid, kind="sentence", text=text, score=score, cosine=score, coverage=0.3, role="anchor",
+                        subquery=subquery, sub_coverage=sub_coverage)
+
+
+CHAIN_QUESTION = "What was the 2010 population of the community where Randall Cunningham II's high school is located?"
+CHAIN_SUBQUERIES = ["the community where Randall Cunningham II's high school is located",
+                    "What was the 2010 population of the community"]
+
+
+def test_a_population_question_asks_for_a_number():
+    assert question_type("What was the 2010 population of the community where the school is located?") == "number"
+    assert question_type("What is the seating capacity of the home arena of the team?") == "number"
+
+
+def test_a_chains_number_comes_from_the_fact_of_the_asking_subquery_not_a_better_scored_first_hop():
+    """The first hop's page scores best against the whole question and holds a number ("2017-18
+    school year"); the last hop's fact shares few of the question's words but is the one that
+    speaks of what the asking subquery asks (a 2010 population)."""
+    evidence = [
+        _ev("u1", "Randall Cunningham II (born January 4, 1996) is a collegiate high jumper who will be a senior "
+                  "during the 2017-18 school year.", 0.57, 0, 0.7),
+        _ev("u2", "He was a high jumper and quarterback at Bishop Gorman High School.", 0.31, 0, 0.3),
+        _ev("u3", "At the 2010 census, Summerlin's population was nearly 100,000, having risen from 59,000 in 2000.",
+            0.24, 1, 0.67),
+    ]
+    payload = AnswerPayload(question=CHAIN_QUESTION, evidence=evidence, threshold=THRESHOLD, subqueries=CHAIN_SUBQUERIES)
+    out = RulesBackend().run(ANSWER, payload)
+    assert out.answer == "100,000" and out.citations[0] == "u3", out
+
+
+def test_the_reader_hands_over_the_best_unit_of_a_subquery_the_top_units_leave_out():
+    from backend.reader import MAX_EVIDENCE, with_each_subquery
+
+    first_hop = [_ev(f"a{i}", f"Randall Cunningham II fact {i}.", 0.6 - 0.01 * i, 0, 0.7) for i in range(MAX_EVIDENCE + 3)]
+    last_hop = [_ev("b1", "Summerlin is a planned community.", 0.2, 1, 0.33),
+                _ev("b2", "At the 2010 census, Summerlin's population was nearly 100,000.", 0.19, 1, 0.67)]
+    scored = sorted(first_hop + last_hop, key=lambda e: -e.score)
+    evidence = with_each_subquery(scored, 2)
+    assert [e.id for e in evidence[:MAX_EVIDENCE]] == [e.id for e in scored[:MAX_EVIDENCE]]
+    assert [e.id for e in evidence[MAX_EVIDENCE:]] == ["b2"]  # the asking subquery's best, by its coverage
+    assert with_each_subquery(scored, 1) == scored[:MAX_EVIDENCE]  # not decomposed: the top units alone

@@ -47,8 +47,10 @@ class AnswerReply(TaskAnswer):
 
 def _rules(payload: AnswerPayload) -> AnswerReply:
     evidence = [e.model_dump() for e in payload.evidence]
+    asking = asking_subquery(payload.subqueries)
+    asking_text = payload.subqueries[asking] if asking is not None else ""
     return AnswerReply.model_validate(answer_by_rules(payload.question, evidence, payload.threshold, len(payload.subqueries),
-                                                      asking_subquery(payload.subqueries)))
+                                                      asking, asking_text))
 
 
 ANSWER: LLMTask[AnswerPayload, AnswerReply] = LLMTask(

@@ -17,7 +17,10 @@ and the asking subquery came from reading strata's dev-hotpot-pdf tune answers (
 0.052 -> 0.104, F1 0.090 -> 0.168; check EM 0.096 -> 0.096, F1 0.144 -> 0.166; the other dev
 collections within 0.003; bench/RESULTS.md, sixteenth session). A bound on the chosen unit's
 coverage was measured on the tune half and left out: at 0.5 it abstained on 12 more off-corpus
-questions but on 15 answerable ones, hotpot's among them.
+questions but on 15 answerable ones, hotpot's among them. For a decomposed question that asks
+for a number, the number is looked for near the asking subquery's words, and only in units that
+share one of them: the first hop's page of a 3-page chain scores best against the whole question
+and holds numbers of its own ("2017-18 school year"; eighteenth session).
 
 What is not here: scoring the units (backend/reader.py does) or choosing the threshold
 (settings.reader.abstain_threshold).
@@ -51,7 +54,8 @@ THRESHOLD_Q_RE = re.compile(r"\b(?P<op>less than|below|under|more than|greater t
 # "What was the effective tax rate in 2018?": a quantity named anywhere after "what is/was the".
 QUANTITY_Q_RE = re.compile(
     r"\bwhat (is|was|were|are) (the )?[^?]{0,60}?\b(amount|value|rate|total|number|percentage|ratio|change|difference|"
-    r"average|revenue|profit|loss|income|expense|cost|sales|margin|ebitda|balance|price)s?\b", re.I)
+    r"average|revenue|profit|loss|income|expense|cost|sales|margin|ebitda|balance|price|population|attendance|capacity|"
+    r"enrollment|area|height|elevation|length)s?\b", re.I)
 RESPECTIVE_RE = re.compile(r"\brespective(ly)?\b", re.I)
 YEAR_RE = re.compile(r"\b(?:19|20)\d{2}\b")
 # "What government position ...", "Which band ...": a named thing (answered by a capitalised phrase).
@@ -396,11 +400,17 @@ def _abstain(best: float, why: str) -> dict[str, Any]:
     return {"answer": NOT_ENOUGH, "citations": [], "abstain": True, "confidence": round(best, 3), "reason": why}
 
 
-def _rank(qtype: str, e: dict[str, Any], question: str, q_tokens: set[str], asks: int | None) -> tuple[float, float, str | None]:
+def _rank(qtype: str, e: dict[str, Any], question: str, q_tokens: set[str], asks: int | None,
+          asked_tokens: set[str] | None = None) -> tuple[float, float, str | None]:
     """(rank, fit, short answer) of one eligible unit: its evidence score, plus TYPE_WEIGHT times its
     fit to the asked type, plus a bonus for covering the decomposed question's asking subquery (the
-    one whose answer is the question's)."""
-    fit, span = type_fit(qtype, e, question, q_tokens)
+    one whose answer is the question's). asked_tokens: the asking subquery's words, which the number
+    a question asks for sits near ("2010 population", not "Randall Cunningham II's high school",
+    whose page says "2017-18 school year")."""
+    if qtype == "number" and asked_tokens and not content_tokens(e["text"]) & asked_tokens:
+        fit, span = 0.0, None  # a number in a fact that says nothing of what the asking subquery asks
+    else:
+        fit, span = type_fit(qtype, e, question, asked_tokens if qtype == "number" and asked_tokens else q_tokens)
     rank = e["score"] + TYPE_WEIGHT * fit
     if asks is not None and e.get("subquery") == asks:
         rank += FINAL_SUBQUERY_WEIGHT * e.get("sub_coverage", 0.0)
@@ -439,14 +449,15 @@ def asking_subquery(subqueries: Sequence[str]) -> int | None:
 
 
 def answer_by_rules(question: str, evidence: list[dict[str, Any]], threshold: float, subqueries: int = 0,
-                    asking: int | None = None) -> dict[str, Any]:
+                    asking: int | None = None, asking_text: str = "") -> dict[str, Any]:
     """The reader prompt's reply by rules: the unit that best holds what the question asks for.
 
     Every unit at or above the threshold is a candidate (not only the top few): a lower-ranked
     unit of the asked type (a number, date, name, place, an option's definition) beats a
     higher-ranked one without it. `subqueries`: how many the retriever split the question into
     (units then carry `subquery`, the index of the one they cover best, and `sub_coverage`);
-    `asking`: the one whose answer is the question's (asking_subquery; None: the last). Abstains
+    `asking`: the one whose answer is the question's (asking_subquery; None: the last), and
+    `asking_text` its words, near which an asked number is looked for. Abstains
     below the threshold, and when the question asks for a type no candidate holds and the best
     unit covers under WEAK_COVERAGE of its terms.
     """
@@ -463,7 +474,8 @@ def answer_by_rules(question: str, evidence: list[dict[str, Any]], threshold: fl
     # unit is a candidate below the threshold, once the best evidence has passed it.
     eligible = [e for e in evidence if e["score"] >= threshold
                 or (asks is not None and e.get("subquery") == asks and e.get("sub_coverage", 0.0) >= CITE_COVERAGE)]
-    ranks = [(_rank(qtype, e, q, q_tokens, asks), i) for i, e in enumerate(eligible)]
+    asked = (content_tokens(asking_text) - QUESTION_WORDS) & q_tokens if decomposed else set()
+    ranks = [(_rank(qtype, e, q, q_tokens, asks, asked), i) for i, e in enumerate(eligible)]
     # A unit that shares no word with the question competes only as the best one, or as a definition
     # of the asked term (an option's item: "-c" is no word to the tokenizer).
     ranks = [r for r in ranks if r[1] == 0 or eligible[r[1]].get("coverage", 0.0) > 0 or (qtype == "definition" and r[0][1] > 0)]
