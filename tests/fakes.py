@@ -45,6 +45,23 @@ def _id(*parts: str) -> str:
     return hashlib.sha1("/".join(parts).encode()).hexdigest()[:12]
 
 
+
+# A 3-page chain, linked as the hotpot corpus links pages: the athlete's page names her high school
+# (whose name shares "high school" with a question about it) and her club; the school's page names
+# its community, whose page holds the population. A second high school and its town are distractors.
+CHAIN = {
+    "Dara_Quill.pdf": ["Dara Quill is an American collegiate high jumper for the Kestrel Athletics Club. "
+                       "She was a high jumper at Harrow Vale High School."],
+    "Harrow_Vale_High_School.pdf": ["Harrow Vale High School is a private Catholic school located in Fenwick Park, Nevada."],
+    "Fenwick_Park.pdf": ["Fenwick Park is a planned community in Nevada. At the 2010 census its population was 24,500."],
+    "Kestrel_Athletics_Club.pdf": ["The Kestrel Athletics Club is a track club founded in 1960 for collegiate jumpers."],
+    "Orchard_Hill_High_School.pdf": ["Orchard Hill High School is a public school in Larch Bay."],
+    "Larch_Bay.pdf": ["Larch Bay is a town in Oregon. Its population was 9,100 at the 2010 census."],
+}
+CHAIN_LINKS = [("Dara_Quill.pdf", 0, "Kestrel_Athletics_Club.pdf"), ("Dara_Quill.pdf", 0, "Harrow_Vale_High_School.pdf"),
+               ("Harrow_Vale_High_School.pdf", 0, "Fenwick_Park.pdf"), ("Orchard_Hill_High_School.pdf", 0, "Larch_Bay.pdf")]
+
+
 def build_corpus(service, docs: dict[str, list[str]], links: list[tuple[str, int, str]] = (), *, labels: bool = False,
                  pages: int = 1) -> Corpus:
     """docs: file name -> paragraphs; links: (file, paragraph index, target file). labels: a

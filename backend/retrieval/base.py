@@ -173,18 +173,16 @@ class Retriever(ABC):
                 if trace is not None:
                     trace.notes.append(f"Template corpus (documents sharing one boilerplate): hybrid scores use alpha {TEMPLATE_ALPHA:g} "
                                        "(dense only), as this call set no alpha.")
-        unset = {k: v for k, v in self.separate_defaults.items() if k not in params}
-        if unset and is_separate_corpus(self.corpus):
-            resolved = resolved.model_copy(update=unset)
-            if trace is not None:
-                trace.notes.append("Separate documents (they rarely name or link one another): "
-                                   f"{', '.join(f'{k} {v:g}' for k, v in unset.items())}, as this call set none.")
-        unset = {k: v for k, v in self.separate_short_defaults.items() if k not in params}
-        if unset and is_short_separate_corpus(self.corpus):
-            resolved = resolved.model_copy(update=unset)
-            if trace is not None:
-                trace.notes.append("Short separate documents (each question is answered by one of them; look-alikes pull a traversal "
-                                   f"away): {', '.join(f'{k} {v:g}' for k, v in unset.items())}, as this call set none.")
+        for defaults, applies, kind in (
+            (self.separate_defaults, is_separate_corpus, "Separate documents (they rarely name or link one another)"),
+            (self.separate_short_defaults, is_short_separate_corpus,
+             "Short separate documents (each question is answered by one of them; look-alikes pull a traversal away)"),
+        ):
+            unset = {k: v for k, v in defaults.items() if k not in params}
+            if unset and applies(self.corpus):
+                resolved = resolved.model_copy(update=unset)
+                if trace is not None:
+                    trace.notes.append(f"{kind}: {', '.join(f'{k} {v:g}' for k, v in unset.items())}, as this call set none.")
         return resolved
 
     def embed(self, text: str) -> np.ndarray:

@@ -19,7 +19,7 @@ import pytest
 from backend.retrieval.fif.rules import LADDER, bridge_entities, compose, entity_spans, evaluate, orchestrate
 from backend.retrieval.fif import FiFRetriever, strategy_of
 from backend.types import AgentStep, DecomposeStep, Trace
-from tests.fakes import ScriptedLLM
+from tests.fakes import CHAIN, CHAIN_LINKS, ScriptedLLM
 
 # The film's page names its star first; the star's mention is a trap link to the soundtrack page,
 # which never names him. The director's link is right.
@@ -434,22 +434,6 @@ def test_a_role_written_before_a_name_is_found_first_and_its_holder_asked_about(
     assert {"Green_(album).pdf", "Steve_Hillage.pdf"} <= set(docs[:3]), docs
     asked = " | ".join(s.model_dump_json() for s in trace.steps)
     assert "the performer of Green" in asked and "spouse of Steve Hillage" in asked
-
-
-# A 3-page chain written as two subqueries: the athlete's page names her high school (whose name
-# shares "high school" with the question), the school's page names its community, whose page
-# holds the population. A club and a second high school and town are the distractors.
-CHAIN = {
-    "Dara_Quill.pdf": ["Dara Quill is an American collegiate high jumper for the Kestrel Athletics Club. "
-                       "She was a high jumper at Harrow Vale High School."],
-    "Harrow_Vale_High_School.pdf": ["Harrow Vale High School is a private Catholic school located in Fenwick Park, Nevada."],
-    "Fenwick_Park.pdf": ["Fenwick Park is a planned community in Nevada. At the 2010 census its population was 24,500."],
-    "Kestrel_Athletics_Club.pdf": ["The Kestrel Athletics Club is a track club founded in 1960 for collegiate jumpers."],
-    "Orchard_Hill_High_School.pdf": ["Orchard Hill High School is a public school in Larch Bay."],
-    "Larch_Bay.pdf": ["Larch Bay is a town in Oregon. Its population was 9,100 at the 2010 census."],
-}
-CHAIN_LINKS = [("Dara_Quill.pdf", 0, "Kestrel_Athletics_Club.pdf"), ("Dara_Quill.pdf", 0, "Harrow_Vale_High_School.pdf"),
-               ("Harrow_Vale_High_School.pdf", 0, "Fenwick_Park.pdf"), ("Orchard_Hill_High_School.pdf", 0, "Larch_Bay.pdf")]
 
 
 def test_the_bridge_named_by_the_hops_own_words_leads_to_the_third_page(service):

@@ -6,7 +6,7 @@ import pytest
 
 from backend.retrieval.lilac.rules import decompose, modality_of
 from backend.types import BeamStep, DecomposeStep, RankStep, Trace
-from tests.fakes import FILMS, FILMS_QUESTION, build_corpus, doc_of, with_approximate_layer
+from tests.fakes import CHAIN, CHAIN_LINKS, FILMS, FILMS_QUESTION, build_corpus, doc_of, with_approximate_layer
 
 QUESTION = FILMS_QUESTION
 
@@ -285,20 +285,6 @@ def test_late_interaction_from_sparse_columns_gives_the_numbers_of_every_row(ser
                 assert (sub_id, score) == (li.sub_ids[rows[int(np.argmax(sub_sim[rows, j]))]], float(sub_sim[rows, j].max()))
 
 
-# A school's page links its community; the athlete's page links her school and her club.
-LINKED = {
-    "Dara_Quill.pdf": ["Dara Quill is an American collegiate high jumper for the Kestrel Athletics Club. "
-                       "She was a high jumper at Harrow Vale High School."],
-    "Harrow_Vale_High_School.pdf": ["Harrow Vale High School is a private Catholic school located in Fenwick Park, Nevada."],
-    "Fenwick_Park.pdf": ["Fenwick Park is a planned community in Nevada. At the 2010 census its population was 24,500."],
-    "Kestrel_Athletics_Club.pdf": ["The Kestrel Athletics Club is a track club founded in 1960 for collegiate jumpers."],
-    "Orchard_Hill_High_School.pdf": ["Orchard Hill High School is a public school in Larch Bay."],
-    "Larch_Bay.pdf": ["Larch Bay is a town in Oregon. Its population was 9,100 at the 2010 census."],
-}
-LINKED_EDGES = [("Dara_Quill.pdf", 0, "Kestrel_Athletics_Club.pdf"), ("Dara_Quill.pdf", 0, "Harrow_Vale_High_School.pdf"),
-                ("Harrow_Vale_High_School.pdf", 0, "Fenwick_Park.pdf"), ("Orchard_Hill_High_School.pdf", 0, "Larch_Bay.pdf")]
-
-
 @pytest.mark.parametrize("seed_weight", [0.0, 1.0])
 def test_a_partner_is_placed_right_after_the_page_that_links_it(service, seed_weight):
     """The second end of a link between documents is marked to follow the first only when the
@@ -307,8 +293,8 @@ def test_a_partner_is_placed_right_after_the_page_that_links_it(service, seed_we
     whatever came last (the town of another school, before)."""
     from backend.retrieval.lilac.retriever import PARTNER_WHY
 
-    corpus = build_corpus(service, LINKED, LINKED_EDGES)
-    links = {frozenset((a, b)) for a, _, b in LINKED_EDGES}
+    corpus = build_corpus(service, CHAIN, CHAIN_LINKS)
+    links = {frozenset((a, b)) for a, _, b in CHAIN_LINKS}
     question = "Which club and which school did the high jumper Dara Quill belong to?"
     hits = service.retriever("lilac", corpus).retrieve(question, 12, {"seed_weight": seed_weight, "beam": 4}, Trace(method="lilac"))
     docs = [doc_of(corpus, h.node_id) for h in hits]
