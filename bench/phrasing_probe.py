@@ -14,20 +14,24 @@ same ingested workspace:
   and 5 a fourth (City of Angels -> Meg Ryan -> When Harry Met Sally... -> Nora Ephron). Nine of
   them (five 4-page, four 3-page) were added in the fifteenth session, after the methods were
   built, in two batches, each measured before anything was changed.
+- composed: 16 of those chains asked again the way MuSiQue composes its questions (nineteenth
+  session, measured before any change): a possessive ("Kaiser Ventures' founder"), a clause with
+  no relative pronoun ("the series Azie Mira Dungey writes for"), a participle ("the network
+  carrying ..."), a role after a name ("the Filthy Rich & Catflap writer").
 Only tune-half questions and the pages of the corpus are used, so the check halves stay unseen:
 a chain may not name a page that is gold for a check-half question. It is a probe, not a
-benchmark: 56 questions written by one of us, read for failure modes, not tuned on. Each question
+benchmark: 80 questions written by one of us, read for failure modes, not tuned on. Each question
 goes through `Service.ask` (retrieve, references, pack, read), as the
 app asks it; page R@5 and All@10 as score.py counts them.
 
 Its check-half counterpart (`--half check`, bench/probes/dev-hotpot-check.jsonl, eighteenth
 session) has 13 chains written from check-half gold pages and pages no tune-half question or tune
-probe chain uses; a chain there may not name a page that is gold for a tune-half question. It is
-measured to report, never to choose anything by.
+probe chain uses, each also asked composed (nineteenth session); a chain there may not name a page
+that is gold for a tune-half question. It is measured to report, never to choose anything by.
 
 Usage:
     python bench/phrasing_probe.py --workspace WS [--half check] [--methods strata,lilac,fif,hybrid] [--top-k 30]
-Prints the command and one markdown table (per method: originals, rewrites, chains).
+Prints the command and one markdown table (per method: originals, rewrites, chains, composed).
 """
 
 from __future__ import annotations
@@ -97,20 +101,21 @@ def main(argv: list[str] | None = None) -> int:
     params = json.loads(args.params) if args.params else None
     service = Service(Settings())
     rewrites = [p for p in probe if p["of"]]
-    chains = [p for p in probe if not p["of"]]
+    composed = [p for p in probe if p["kind"].startswith("composed")]
+    chains = [p for p in probe if not p["of"] and p not in composed]
     three = [p for p in chains if len(p["gold"]) == 3]
     four = [p for p in chains if len(p["gold"]) >= 4]
     print(f"`{command_line()}`\n")
     print(f"| method | originals R@5 / All@10 (n={len(rewrites)}) | rewrites R@5 / All@10 | chains R@5 / All@10 (n={len(chains)}) "
-          f"| of which 3-page (n={len(three)}) | of which 4-page (n={len(four)}) |")
-    print("|---|---|---|---|---|---|")
+          f"| of which 3-page (n={len(three)}) | of which 4-page (n={len(four)}) | composed R@5 / All@10 (n={len(composed)}) |")
+    print("|---|---|---|---|---|---|---|")
     for method in [m for m in args.methods.split(",") if m]:
         def mean(items: list[dict], text=lambda p: p["question"]) -> str:
             got = [scores(service, args.workspace, text(p), p["gold"], method, args.top_k, params) for p in items]
             return " / ".join(f"{sum(g[i] for g in got) / len(got):.3f}" for i in range(2)) if got else "-"
 
         orig = mean(rewrites, lambda p: originals[p["of"]]["question"])
-        cells = (orig, mean(rewrites), mean(chains), mean(three), mean(four))
+        cells = (orig, mean(rewrites), mean(chains), mean(three), mean(four), mean(composed))
         print(f"| {method} | " + " | ".join(cells) + " |", flush=True)
     return 0
 
