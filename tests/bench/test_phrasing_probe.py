@@ -59,8 +59,19 @@ def test_the_shipped_probe_keeps_to_the_tune_half_and_the_corpus(split_mod, phra
     if not corpus.is_dir():
         pytest.skip(f"no dev-hotpot-pdf at {bench}")
     rows, _ = phrasing_probe_mod.load_probe(phrasing_probe_mod.PROBE, bench)
-    assert len(rows) == 64
+    assert len(rows) == 80
     assert all((corpus / g).is_file() for r in rows for g in r["gold"])
+    _composed_ask_their_chains_again(rows, 16)
+
+
+def _composed_ask_their_chains_again(rows: list[dict], n: int) -> None:
+    """Each composed question asks one of the probe's chains again, with that chain's gold pages."""
+    chains = {r["id"].removeprefix("chain-"): r for r in rows if r["id"].startswith("chain-")}
+    composed = [r for r in rows if r["kind"].startswith("composed")]
+    assert len(composed) == n
+    for r in composed:
+        chain = chains[r["id"].removeprefix("composed-")]
+        assert r["gold"] == chain["gold"] and r["question"] != chain["question"], r["id"]
 
 
 def test_a_check_probe_refuses_a_tune_page_and_accepts_a_check_page(tmp_path, split_mod, phrasing_probe_mod):
@@ -79,6 +90,7 @@ def test_the_shipped_check_probe_keeps_to_the_check_half_and_away_from_the_tune_
         pytest.skip(f"no dev-hotpot-pdf at {bench}")
     rows, _ = phrasing_probe_mod.load_probe(phrasing_probe_mod.PROBES["check"], bench, "check")
     tune_rows, _ = phrasing_probe_mod.load_probe(phrasing_probe_mod.PROBES["tune"], bench, "tune")
-    assert len(rows) == 13 and not any(r["of"] for r in rows)
+    assert len(rows) == 26 and not any(r["of"] for r in rows)
+    _composed_ask_their_chains_again(rows, 13)
     assert all((corpus / g).is_file() for r in rows for g in r["gold"])
     assert not {g for r in rows for g in r["gold"]} & {g for r in tune_rows for g in r["gold"]}

@@ -437,9 +437,9 @@ def test_a_role_written_before_a_name_is_found_first_and_its_holder_asked_about(
 
 
 def test_the_bridge_named_by_the_hops_own_words_leads_to_the_third_page(service):
-    """The rules write "the community where Dara Quill's high school is located" as one hop. Its
-    evidence names the school, whose name carries the hop's own words ("high school"): that is the
-    bridge, not a name the subtask already is. Before, the club took its place and the school's
+    """The rules ask first for Dara Quill's high school. Its evidence names the school, whose name
+    carries the hop's own words ("high school"): that is the bridge, not a name the subtask
+    already is, and the next hop is asked of it. Before, the club took its place and the school's
     page, the middle of the chain, was never reached."""
     from tests.fakes import build_corpus, doc_of
 
@@ -450,7 +450,8 @@ def test_the_bridge_named_by_the_hops_own_words_leads_to_the_third_page(service)
     docs = list(dict.fromkeys(doc_of(corpus, h.node_id) for h in hits))
     assert set(docs[:3]) == {"Dara_Quill.pdf", "Harrow_Vale_High_School.pdf", "Fenwick_Park.pdf"}, docs
     asked = [s.subquery for s in _agent(trace) if s.action == "traverse"]
-    assert "What was the 2010 population of Harrow Vale High School" in asked, asked
+    assert "the community where Harrow Vale High School is located" in asked, asked
+    assert "What was the 2010 population of Fenwick Park" in asked, asked
 
 
 def test_rules_take_a_name_carrying_the_subtasks_own_words_as_the_bridge():

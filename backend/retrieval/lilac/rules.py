@@ -5,8 +5,12 @@ Decomposition follows the prompt's guidelines as rules: the smallest set (1-5) o
 each aimed at one component; every content word of the question appears in some subquery;
 prerequisites first (a relative clause or an "X of Y" phrase that names the bridge entity
 comes before the clause that asks about it; so does a named thing's role written in front of its
-name, "the Green performer"); comparisons ("A or B", "both A and B") give one
-subquery per compared entity with the compared attribute; no split when nothing calls for one.
+name, "the Green performer", and a possessive name's bridge, "Neville A. Stanton's employer");
+a clause describes a bridge with a relative pronoun, a participle ("the country containing Hoora")
+or neither ("the province WRSU-FM broadcasts in"), as MuSiQue composes its questions; a bridge that
+is described by a bridge of its own is split again, so a 3- or 4-hop question gives a subquery per
+hop; comparisons ("A or B", "both A and B") give one subquery per compared entity with the
+compared attribute; no split when nothing calls for one.
 Modality selection applies the prompt's heuristics (numeric totals, percentages, year-by-year
 figures -> table; appearance, colours, logos, charts -> figure; everything else -> text).
 
@@ -41,6 +45,20 @@ ROLE_NOUNS = (
     "manufacturer|composer|lyricist|artist|designer|architect|distributor|operator|record label|label|network|"
     "builder|inventor|illustrator|narrator|editor|presenter|headquarters|parent company"
 )
+# The nouns a possessive name's bridge ends on: a person, a place, an organisation or a work with a page of its
+# own (MuSiQue's Wikidata relations: employer, spouse, father, educated at, member of sports team, place of birth,
+# country, record label, ...). "Apple's total net sales" or "Autodesk's goodwill" name a figure of the same
+# document, no hop.
+ENTITY_NOUNS = frozenset((
+    ROLE_NOUNS.replace("|", " ") + " employer spouse wife husband father mother son daughter brother sister sibling "
+    "parent child children partner teammate team club college school university alma birthplace hometown country "
+    "city state province county capital village community town region district division league party album single "
+    "song film movie novel book series show sitcom company successor predecessor leader coach manager president "
+    "member persona character group organisation organization studio airline airport station stadium arena venue "
+    "church diocese festival award competition tournament war battle army unit regiment ship"
+).split())
+# "the city of Singapore" is Singapore: a place noun before "of" and a name is no hop.
+PLACE_NOUNS = frozenset("city town village state province county country region district community".split())
 ATTRIBUTIVE_RE = re.compile(
     r"\b(?i:the)\s+(?P<name>\"[^\"]+\"|“[^”]+”|" + NAME_WORD + r"(?:(?:\s+(?:of|the|and|de|&))*\s+" + NAME_WORD + ")*?)"
     r"\s+(?P<role>" + ROLE_NOUNS + r")\b"
@@ -57,7 +75,26 @@ TRAILING_VERBS = frozenset((
     "completed ended closed incorporated headquartered based form die start end begin open close win join become "
     "leave move retire marry found establish release debut premiere air premiered aired debuted"
 ).split())
+QUESTION_START_RE = re.compile(r"(?i:(?:in|on|at|for|from|by|to|of)\s+)?(?i:what|which|who|whom|whose|when|where|how|why|is|was|are|were|did|does|do|has|have|had)\b")
+OBJECT_START_RE = re.compile(r"(?:the|a|an|its|his|her|their|as)$|[\"“A-Z0-9]")
+DO_SUPPORT_RE = re.compile(r"^(?:\S+\s+){1,2}(?i:does|did|do)\s")
 AUXILIARIES = frozenset("is was are were be been being has have had".split())
+# Words that end a noun phrase after a possessive name ("Kaiser Ventures' founder established ..."):
+# prepositions, determiners, auxiliaries and conjunctions.
+PHRASE_ENDS = frozenset((
+    "of in on at by for from with to into about as than and or but the a an this that these those his her its their "
+    "before after during over across since until between among within without under per via near "
+    "while whereas although though because if unless so "
+    "who whom whose which that where when is was are were be been being has have had do does did can could will would"
+).split())
+PREPOSITIONS = frozenset("in on at by for from with to into about of off over under through against".split())
+# A participle after a noun phrase starts a reduced relative clause ("the network carrying the Maltin on Movies
+# podcast"); these -ing words are prepositions or nouns, never such a participle.
+NOT_PARTICIPLES = frozenset((
+    "during including according regarding following concerning excluding being nothing something anything "
+    "everything thing king ring spring string morning evening building wedding painting recording meeting ending "
+    "opening offering setting training housing clothing funding marketing engineering timing ceiling"
+).split())
 DEMONYM_RE = re.compile(r"^[A-Z][a-z]+(?:an|ish|ese|ch|i)$")
 COMPARE_OR_RE = re.compile(
     r"^(?P<pre>.*?)(?P<a>(?:\"[^\"]+\"|[A-Z0-9][\w'’.&-]*(?:\s+(?:of|the|and|de|la|van|von|&|[A-Z0-9][\w'’.&-]*))*)(?:\s*\([^)]*\))?)"
@@ -109,11 +146,76 @@ def _comparison(q: str) -> list[str] | None:
     return None
 
 
+def _possessive_bridge(q: str) -> list[str] | None:
+    """"When was Neville A. Stanton's employer founded" -> ['the employer of Neville A. Stanton',
+    'When was the employer founded']: a possessive name is the first hop, as MuSiQue composes its
+    questions. The noun phrase after the "'s" is one to three lower-case words; a capitalised word
+    there makes the possessive part of a title ("James Gunn's PG Porn")."""
+    words = q.split(" ")
+    for i, word in enumerate(words):
+        m = re.fullmatch(r"([A-Z0-9][\w.&-]*?)(['’]s|(?<=s)['’])", word)
+        if m is None or i + 1 >= len(words) or not re.fullmatch(r"[a-z][\w-]*,?", words[i + 1]):
+            continue
+        start = i
+        while start > 0 and re.fullmatch(r"[A-Z0-9][\w'’.&-]*|&", words[start - 1]) and \
+                words[start - 1].lower() not in PHRASE_ENDS | QUESTION_WORDS:  # "From Apple's": no "From"
+            start -= 1
+        end = i + 1  # the noun phrase: words[i + 1:end]; a comma ends it after its word
+        while end < len(words) and end - i <= 3 and re.fullmatch(r"[a-z][\w-]*,?", words[end]) and \
+                not _ends_phrase(words[end], last=end == len(words) - 1):
+            end += 1
+            if words[end - 1].endswith(","):
+                break
+        if end > i + 2 and end < len(words) and words[end] in PREPOSITIONS | {"up"} and \
+                {"does", "did", "do"} & {w.lower() for w in words[:start]}:
+            end -= 1  # "How did NVIDIA's operating expenses compare to ...": the question's own verb
+        if end == i + 1 or end < len(words) and re.match(r"[\"“A-Z0-9]", words[end]):
+            continue  # no noun, or one a name stands beside ("Poison's album "Shut Up, Make Love"")
+        the = start > 0 and words[start - 1].lower() == "the"
+        noun = " ".join(words[i + 1:end]).rstrip(",")
+        if noun.split()[-1] not in ENTITY_NOUNS:
+            continue
+        main = _clean(" ".join(words[:start - the] + [f"the {noun}" + ("," if words[end - 1].endswith(",") else "")] + words[end:]))
+        if _asks_beyond(main, noun):
+            return [_clean(f"the {noun} of {' '.join(words[start:i] + [m.group(1)])}"), main]
+    return None
+
+
+def _ends_phrase(word: str, last: bool) -> bool:
+    """Whether a word after a possessive name is past its noun phrase: a function word, a verb of
+    the main clause ("... employer founded"), an adverb, a past participle ("... division called")."""
+    return word in PHRASE_ENDS or (last and word in TRAILING_VERBS) or word.endswith("ly") or \
+        (len(word) > 4 and word.endswith("ed"))
+
+
+def _clause_markers(q: str) -> list[tuple[int, int, str]]:
+    """Where relative clauses start, in order: (start, end of the marker, pronoun). A relative
+    pronoun is its own marker; a participle after a noun ("the community containing X") and a
+    clause with no pronoun that ends on its preposition ("the city the Memphis Hustle plays in",
+    "the series Azie Mira Dungey writes for", the main clause's verb may follow) start where their
+    first word does, with no pronoun."""
+    found = [(m.start(), m.end(), m.group(1)) for m in RELATIVE_RE.finditer(q)
+             if not q[:m.start()].endswith(" as")]  # "a recurring role as whom": a question word in place
+    participle = re.compile(r"\s([a-z]{3,}ing)\s+(\S+)")
+    contact = re.compile(r"\s(?=(?:the\s+)?" + NAME + r"\s+(?:[a-z][\w'’-]*\s+){0,3}?(?:" + "|".join(PREPOSITIONS)
+                         + r")(?:\s+[a-z]+)?\s*(?:,|$))")
+    for m in [*participle.finditer(q), *contact.finditer(q)]:
+        if m.re is participle and (m.group(1) in NOT_PARTICIPLES or not OBJECT_START_RE.match(m.group(2))
+                                   or not (QUESTION_START_RE.match(q) or AUXILIARIES & set(q[:m.start()].lower().split()))):
+            continue  # a participle takes an object ("the average operating income" has none) after the question's verb
+        before = q[:m.start()].split()  # the clause follows a noun ("the city", not "the operating loss")
+        if m.re is contact and DO_SUPPORT_RE.match(q):
+            continue  # "Which team does the player Lionel Messi play for": the question's own verb
+        if before and re.fullmatch(r"[a-z][\w-]*", before[-1]) and before[-1] not in PHRASE_ENDS:
+            found.append((m.start(), m.start() + 1, ""))
+    return sorted(set(found))
+
+
 def _relative_bridge(q: str) -> list[str] | None:
     """'What position was held by the woman who portrayed X in Y' ->
-    ['the woman who portrayed X in Y', 'What position was held by the woman']."""
-    for m in RELATIVE_RE.finditer(q):
-        start = m.start()
+    ['the woman who portrayed X in Y', 'What position was held by the woman']; a clause closed by a
+    comma leaves what follows it to the main clause ("the state where X was born, contains Y")."""
+    for start, end, pronoun in _clause_markers(q):
         before = q[:start]
         # The head noun phrase: the last 1-4 words before the pronoun, from its last determiner ("the
         # nickname of the city where ...": the clause is the city's, and the nickname is asked of it).
@@ -123,15 +225,17 @@ def _relative_bridge(q: str) -> list[str] | None:
         )
         if head is None or len(before.split()) < 2 or _clean(before).lower() == head.group(1).lower():
             continue  # a subject relative ("The manager who ... managed X"): its end is unknown without a parser
-        clause = q[m.end():]
+        clause, _, after = q[end:].partition(", ")
+        if after and (not re.match(r"[a-z]", after) or after.split(" ")[0] in PHRASE_ENDS):
+            clause, after = q[end:], ""  # an apposition ("X's son, the high jumper, ..."), not the clause's end
         if len(clause.split()) < 2:
             continue
-        main = _clean(before)
+        main = _clean(f"{before} {after}")
         words = clause.split()
         if AWAITS_VERB_RE.match(main) and len(words) > 2 and words[-1].lower().strip("?.,") in TRAILING_VERBS \
                 and words[-2].lower() not in AUXILIARIES:  # "... where X is located": the clause's own verb
             main, clause = f"{main} {words[-1]}", " ".join(words[:-1])
-        bridge = _clean(f"{head.group(1)} {m.group(1)} {clause}")
+        bridge = _clean(f"{head.group(1)} {pronoun} {clause}")
         main = _clean(main)
         if len(content_tokens(main) - QUESTION_WORDS) == 0:
             continue
@@ -192,12 +296,36 @@ def _inner_of_bridge(q: str, outer: re.Match) -> list[str] | None:
     return [_clean(m.group(0)), main]
 
 
+def _of_entity(bridge: str) -> bool:
+    """Whether an of-phrase found inside a bridge is a hop of its own: it asks for a person, an
+    organisation or a work of a named thing ("the singer of the song KMFDM covered ..."), not for a
+    place that is the name itself ("the city of Singapore"), a member of a group ("a member of the
+    Charlotte Hornets"), a month ("the month of July") or an adjective ("the father of modern American")."""
+    m = re.match(r"the\s+(?:[\w-]+\s+){0,2}?([\w-]+)\s+of\s", bridge)
+    return bool(m) and m.group(1) in ENTITY_NOUNS - PLACE_NOUNS and not DEMONYM_RE.match(bridge.split()[-1])
+
+
+def _bridges(q: str, depth: int = 1) -> list[str] | None:
+    """The hops of a bridge question, first hop first. The bridge split off the question is split
+    again when it describes an entity of its own by a clause, a possessive or a role ("the country
+    that borders the state where Finding Dory takes place": the state, then the country), up to
+    MAX_SUBQUERIES parts; an of-phrase inside it only when it asks for an entity (`_of_entity`)."""
+    parts = _attributive_bridge(q) or _relative_bridge(q) or _possessive_bridge(q)
+    if parts is None and (parts := _of_bridge(q)) and depth > 1 and not _of_entity(parts[0]):
+        return None
+    if parts and depth < MAX_SUBQUERIES - 1:
+        inner = _bridges(parts[0], depth + 1)
+        if inner:
+            parts = inner + parts[1:]
+    return parts
+
+
 def decompose(question: str) -> list[dict[str, Any]]:
     q = _clean(question)
     parts: list[str] | None = None
     dependent = False
     if (parts := _comparison(q)) is None:
-        parts = _attributive_bridge(q) or _relative_bridge(q) or _of_bridge(q)
+        parts = _bridges(q)
         dependent = parts is not None
     if not parts:
         parts = [q]
