@@ -17,16 +17,20 @@ same ingested workspace:
 - composed: 16 of those chains asked again the way MuSiQue composes its questions (nineteenth
   session, measured before any change): a possessive ("Kaiser Ventures' founder"), a clause with
   no relative pronoun ("the series Azie Mira Dungey writes for"), a participle ("the network
-  carrying ..."), a role after a name ("the Filthy Rich & Catflap writer").
+  carrying ..."), a role after a name ("the Filthy Rich & Catflap writer");
+- untitled hop: 8 two-page questions (nineteenth session, measured before any change) whose second
+  page is not the bridge entity's own but another page that names it, as MuSiQue's often is ("the
+  treaty that ended the war in which Giuseppe Arimondi died": Treaty of Addis Ababa, not Battle of
+  Adwa).
 Only tune-half questions and the pages of the corpus are used, so the check halves stay unseen:
 a chain may not name a page that is gold for a check-half question. It is a probe, not a
-benchmark: 80 questions written by one of us, read for failure modes, not tuned on. Each question
+benchmark: 88 questions written by one of us, read for failure modes, not tuned on. Each question
 goes through `Service.ask` (retrieve, references, pack, read), as the
 app asks it; page R@5 and All@10 as score.py counts them.
 
 Its check-half counterpart (`--half check`, bench/probes/dev-hotpot-check.jsonl, eighteenth
 session) has 13 chains written from check-half gold pages and pages no tune-half question or tune
-probe chain uses, each also asked composed (nineteenth session); a chain there may not name a page
+probe chain uses, each also asked composed, and 3 untitled hops (nineteenth session); a chain there may not name a page
 that is gold for a tune-half question. It is measured to report, never to choose anything by.
 
 Usage:
@@ -102,20 +106,22 @@ def main(argv: list[str] | None = None) -> int:
     service = Service(Settings())
     rewrites = [p for p in probe if p["of"]]
     composed = [p for p in probe if p["kind"].startswith("composed")]
-    chains = [p for p in probe if not p["of"] and p not in composed]
+    mention = [p for p in probe if p["kind"].startswith("mention")]
+    chains = [p for p in probe if not p["of"] and p not in composed and p not in mention]
     three = [p for p in chains if len(p["gold"]) == 3]
     four = [p for p in chains if len(p["gold"]) >= 4]
     print(f"`{command_line()}`\n")
     print(f"| method | originals R@5 / All@10 (n={len(rewrites)}) | rewrites R@5 / All@10 | chains R@5 / All@10 (n={len(chains)}) "
-          f"| of which 3-page (n={len(three)}) | of which 4-page (n={len(four)}) | composed R@5 / All@10 (n={len(composed)}) |")
-    print("|---|---|---|---|---|---|---|")
+          f"| of which 3-page (n={len(three)}) | of which 4-page (n={len(four)}) | composed R@5 / All@10 (n={len(composed)}) "
+          f"| untitled hop R@5 / All@10 (n={len(mention)}) |")
+    print("|---|---|---|---|---|---|---|---|")
     for method in [m for m in args.methods.split(",") if m]:
         def mean(items: list[dict], text=lambda p: p["question"]) -> str:
             got = [scores(service, args.workspace, text(p), p["gold"], method, args.top_k, params) for p in items]
             return " / ".join(f"{sum(g[i] for g in got) / len(got):.3f}" for i in range(2)) if got else "-"
 
         orig = mean(rewrites, lambda p: originals[p["of"]]["question"])
-        cells = (orig, mean(rewrites), mean(chains), mean(three), mean(four), mean(composed))
+        cells = (orig, mean(rewrites), mean(chains), mean(three), mean(four), mean(composed), mean(mention))
         print(f"| {method} | " + " | ".join(cells) + " |", flush=True)
     return 0
 

@@ -59,7 +59,7 @@ def test_the_shipped_probe_keeps_to_the_tune_half_and_the_corpus(split_mod, phra
     if not corpus.is_dir():
         pytest.skip(f"no dev-hotpot-pdf at {bench}")
     rows, _ = phrasing_probe_mod.load_probe(phrasing_probe_mod.PROBE, bench)
-    assert len(rows) == 80
+    assert len(rows) == 88
     assert all((corpus / g).is_file() for r in rows for g in r["gold"])
     _composed_ask_their_chains_again(rows, 16)
 
@@ -90,7 +90,7 @@ def test_the_shipped_check_probe_keeps_to_the_check_half_and_away_from_the_tune_
         pytest.skip(f"no dev-hotpot-pdf at {bench}")
     rows, _ = phrasing_probe_mod.load_probe(phrasing_probe_mod.PROBES["check"], bench, "check")
     tune_rows, _ = phrasing_probe_mod.load_probe(phrasing_probe_mod.PROBES["tune"], bench, "tune")
-    assert len(rows) == 26 and not any(r["of"] for r in rows)
+    assert len(rows) == 29 and not any(r["of"] for r in rows)
     _composed_ask_their_chains_again(rows, 13)
     assert all((corpus / g).is_file() for r in rows for g in r["gold"])
     assert not {g for r in rows for g in r["gold"]} & {g for r in tune_rows for g in r["gold"]}

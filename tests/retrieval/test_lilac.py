@@ -305,13 +305,18 @@ def test_a_partner_is_placed_right_after_the_page_that_links_it(service, seed_we
 
 
 def test_rules_ask_first_for_a_possessive_names_bridge():
-    """MuSiQue composes "Neville A. Stanton's employer": the employer is the first hop. A figure of
-    the document ("Autodesk's goodwill") is no hop, and a capitalised word after the "'s" makes it
+    """MuSiQue composes "Neville A. Stanton's employer": the employer is the first hop, with the
+    name it holds its role on ("co-writer on X"). A figure of the document ("Autodesk's goodwill") is no hop, and a capitalised word after the "'s" makes it
     part of a title ("James Gunn's PG Porn") or a name in apposition ("Poison's album "Shut Up ...")."""
     assert [(s["text"], s["depends_on"]) for s in decompose("When was Neville A. Stanton's employer founded?")] == [
         ("the employer of Neville A. Stanton", []), ("When was the employer founded", [0])]
-    assert decompose("Where was Gerald Reive's lawn bowls partner at the 2010 Commonwealth Games born?")[0]["text"] == (
-        "the lawn bowls partner of Gerald Reive")
+    assert [s["text"] for s in decompose("Where was Gerald Reive's lawn bowls partner at the 2010 Commonwealth Games born?")] == [
+        "the lawn bowls partner of Gerald Reive at the 2010 Commonwealth Games", "Where was the lawn bowls partner born"]
+    assert [s["text"] for s in decompose(
+        "When was the third studio album of Alan Jackson's co-writer on She's Got the Rhythm (And I Got the Blues) released?")] == [
+        "the co-writer of Alan Jackson on She's Got the Rhythm (And I Got the Blues)", "When was the third studio album of the co-writer released"]
+    assert decompose("How many athletes represented Gerald Reive's country at the 2014 Commonwealth Games?")[1]["text"] == (
+        "How many athletes represented the country at the 2014 Commonwealth Games")  # the Games are the question's
     assert decompose("How many yards made up the shipyards established by Kaiser Ventures' founder?")[0]["text"] == (
         "the founder of Kaiser Ventures")
     assert decompose("Who directed the 1996 adaptation scripted by a creator of James Gunn's PG Porn?")[0]["text"] == (

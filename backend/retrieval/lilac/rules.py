@@ -58,6 +58,9 @@ ENTITY_NOUNS = frozenset((
     "church diocese festival award competition tournament war battle army unit regiment ship"
 ).split())
 # "the city of Singapore" is Singapore: a place noun before "of" and a name is no hop.
+# "on She's Got the Rhythm (And I Got the Blues)", "at the 2010 Commonwealth Games": a preposition and a name.
+NAMED_PP_RE = re.compile(
+    r"(?:on|at|in|for|from|with)\s+(?:the\s+)?(?:\d{4}\s+)?[A-Z0-9\"“][^\s]*(?:\s+(?:(?:of|the|and|&|a|de)\s+)*[A-Z0-9\"“(][^\s]*)*")
 PLACE_NOUNS = frozenset("city town village state province county country region district community".split())
 ATTRIBUTIVE_RE = re.compile(
     r"\b(?i:the)\s+(?P<name>\"[^\"]+\"|“[^”]+”|" + NAME_WORD + r"(?:(?:\s+(?:of|the|and|de|&))*\s+" + NAME_WORD + ")*?)"
@@ -173,11 +176,16 @@ def _possessive_bridge(q: str) -> list[str] | None:
             continue  # no noun, or one a name stands beside ("Poison's album "Shut Up, Make Love"")
         the = start > 0 and words[start - 1].lower() == "the"
         noun = " ".join(words[i + 1:end]).rstrip(",")
-        if noun.split()[-1] not in ENTITY_NOUNS:
+        if noun.split()[-1].split("-")[-1] not in ENTITY_NOUNS:  # "co-writer" is a writer
             continue
-        main = _clean(" ".join(words[:start - the] + [f"the {noun}" + ("," if words[end - 1].endswith(",") else "")] + words[end:]))
+        # A name the noun holds its role on goes with it: "Alan Jackson's co-writer on She's Got the Rhythm".
+        # A place holds no role on anything: in "Gerald Reive's country at the 2014 Games" the Games are the question's.
+        on = NAMED_PP_RE.match(" ".join(words[end:])) if not words[end - 1].endswith(",") and noun.split()[-1] not in PLACE_NOUNS else None
+        scope = on.group(0).split() if on else []
+        main = _clean(" ".join(words[:start - the] + [f"the {noun}" + ("," if words[end - 1].endswith(",") else "")]
+                             + words[end + len(scope):]))
         if _asks_beyond(main, noun):
-            return [_clean(f"the {noun} of {' '.join(words[start:i] + [m.group(1)])}"), main]
+            return [_clean(f"the {noun} of {' '.join(words[start:i] + [m.group(1)] + scope)}"), main]
     return None
 
 
@@ -310,7 +318,9 @@ def _bridges(q: str, depth: int = 1) -> list[str] | None:
     again when it describes an entity of its own by a clause, a possessive or a role ("the country
     that borders the state where Finding Dory takes place": the state, then the country), up to
     MAX_SUBQUERIES parts; an of-phrase inside it only when it asks for an entity (`_of_entity`)."""
-    parts = _attributive_bridge(q) or _relative_bridge(q) or _possessive_bridge(q)
+    parts = _attributive_bridge(q) or _relative_bridge(q)
+    if parts is None and (parts := _possessive_bridge(q)):
+        return parts  # a name's noun is the innermost hop
     if parts is None and (parts := _of_bridge(q)) and depth > 1 and not _of_entity(parts[0]):
         return None
     if parts and depth < MAX_SUBQUERIES - 1:
