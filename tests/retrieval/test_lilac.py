@@ -187,11 +187,12 @@ def test_rules_take_a_relative_clause_head_from_its_last_determiner():
 
 def test_rules_split_a_chain_of_of_phrases_at_the_innermost_one():
     """"the sibling of the author of X": the author of X is the first hop, then the question is asked
-    of the author; a lower-case word before the name ("film") and a noun with its own "of" stay in."""
+    of the author, one hop per entity along the chain (the sibling of the author), the question
+    keeping the whole chain; a lower-case word before the name ("film") and a noun with its own "of" stay in."""
     cases = {
         "Who is the sibling of the author of Kapalkundala?": ["the author of Kapalkundala", "Who is the sibling of the author"],
         "Who is the mother of the sibling of the author of Kapalkundala?": [
-            "the author of Kapalkundala", "Who is the mother of the sibling of the author"],
+            "the author of Kapalkundala", "the sibling of the author", "Who is the mother of the sibling of the author"],
         "Who is the mother of the director of film Polish Roulette?": [
             "the director of film Polish Roulette", "Who is the mother of the director"],
         "What is the capital of the country of citizenship of Ivan Shmelyov?": [
@@ -200,6 +201,7 @@ def test_rules_split_a_chain_of_of_phrases_at_the_innermost_one():
     for question, parts in cases.items():
         subs = decompose(question)
         assert [s["text"] for s in subs] == parts and subs[1]["depends_on"] == [0], question
+        assert all(s["depends_on"] == list(range(i)) for i, s in enumerate(subs)), question
 
 
 def test_rules_modality_follows_the_papers_heuristics():
@@ -314,7 +316,8 @@ def test_rules_ask_first_for_a_possessive_names_bridge():
         "the lawn bowls partner of Gerald Reive at the 2010 Commonwealth Games", "Where was the lawn bowls partner born"]
     assert [s["text"] for s in decompose(
         "When was the third studio album of Alan Jackson's co-writer on She's Got the Rhythm (And I Got the Blues) released?")] == [
-        "the co-writer of Alan Jackson on She's Got the Rhythm (And I Got the Blues)", "When was the third studio album of the co-writer released"]
+        "the co-writer of Alan Jackson on She's Got the Rhythm (And I Got the Blues)", "the third studio album of the co-writer",
+        "When was the third studio album of the co-writer released"]
     assert decompose("How many athletes represented Gerald Reive's country at the 2014 Commonwealth Games?")[1]["text"] == (
         "How many athletes represented the country at the 2014 Commonwealth Games")  # the Games are the question's
     assert decompose("How many yards made up the shipyards established by Kaiser Ventures' founder?")[0]["text"] == (
@@ -370,5 +373,11 @@ def test_rules_split_a_bridge_that_holds_a_bridge_of_its_own():
         "What was the 2010 population of the community containing Randall Cunningham II's high school?")] == [
         "the high school of Randall Cunningham II", "the community containing the high school",
         "What was the 2010 population of the community"]
+    # A 4-hop question: the possessive is the first hop, then each entity of the of-chain it ends.
+    assert [s["text"] for s in decompose(
+        "Which Catholic diocese administers the high school of the high-jumping daughter of Ken Rose's UNLV teammate?")] == [
+        "the UNLV teammate of Ken Rose", "the high-jumping daughter of the UNLV teammate",
+        "the high school of the high-jumping daughter",
+        "Which Catholic diocese administers the high school of the high-jumping daughter of the UNLV teammate"]
     assert len(decompose("What distinction is held by the former NBA player who was a member of the Charlotte Hornets "
                          "during their 1992-93 season and was head coach for the WNBA team Charlotte Sting?")) == 2

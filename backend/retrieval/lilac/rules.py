@@ -152,18 +152,20 @@ def _comparison(q: str) -> list[str] | None:
 def _possessive_bridge(q: str) -> list[str] | None:
     """"When was Neville A. Stanton's employer founded" -> ['the employer of Neville A. Stanton',
     'When was the employer founded']: a possessive name is the first hop, as MuSiQue composes its
-    questions. The noun phrase after the "'s" is one to three lower-case words; a capitalised word
-    there makes the possessive part of a title ("James Gunn's PG Porn")."""
+    questions. The noun phrase after the "'s" is one to three lower-case words, the first may be a
+    capitalised modifier ("Ken Rose's UNLV teammate"); a capitalised word as its noun makes the
+    possessive part of a title ("James Gunn's PG Porn")."""
     words = q.split(" ")
     for i, word in enumerate(words):
         m = re.fullmatch(r"([A-Z0-9][\w.&-]*?)(['’]s|(?<=s)['’])", word)
-        if m is None or i + 1 >= len(words) or not re.fullmatch(r"[a-z][\w-]*,?", words[i + 1]):
-            continue
+        lower = [bool(re.fullmatch(r"[a-z][\w-]*,?", w)) for w in words[i + 1:i + 3]]
+        if m is None or not lower or not (lower[0] or (re.fullmatch(r"[A-Z][\w-]*", words[i + 1]) and lower[1:] == [True])):
+            continue  # a lower-case noun, or one capitalised modifier before it ("Ken Rose's UNLV teammate")
         start = i
         while start > 0 and re.fullmatch(r"[A-Z0-9][\w'’.&-]*|&", words[start - 1]) and \
                 words[start - 1].lower() not in PHRASE_ENDS | QUESTION_WORDS:  # "From Apple's": no "From"
             start -= 1
-        end = i + 1  # the noun phrase: words[i + 1:end]; a comma ends it after its word
+        end = i + 1 + (not lower[0])  # the noun phrase: words[i + 1:end]; a comma ends it after its word
         while end < len(words) and end - i <= 3 and re.fullmatch(r"[a-z][\w-]*,?", words[end]) and \
                 not _ends_phrase(words[end], last=end == len(words) - 1):
             end += 1
@@ -330,6 +332,26 @@ def _bridges(q: str, depth: int = 1) -> list[str] | None:
     return parts
 
 
+def _held_by_the_bridge(parts: list[str]) -> list[str]:
+    """The question left after the bridges may ask along a chain of of-phrases ending at the last
+    bridge: "... administers the high school of the high-jumping daughter of the UNLV teammate"
+    (the teammate found first) is the daughter of the teammate, then her high school, then the
+    question asked of it. Each "the N of <the bridge>" whose N is an entity is a hop of its own; the
+    question keeps the whole chain (cut to "When was the creator born", it matched any birth
+    date: strata's tune probe chains R@5 0.914 -> 0.883 that way, 0.914 kept whole)."""
+    while len(parts) < MAX_SUBQUERIES:
+        main, before = parts[-1], parts[-2] if len(parts) > 1 else ""
+        words = before.split() if before.lower().startswith("the ") else []  # the bridge, as the question calls it
+        hop = next((m for k in range(min(5, len(words)), 1, -1) if words[k - 1] not in PHRASE_ENDS and (m := re.search(
+            r"\b((?i:the)\s+(?:[\w-]+\s+){0,2}?([\w-]+))\s+of\s+" + re.escape(" ".join(words[:k])) + r"(?=[\s,?.]|$)", main))), None)
+        if hop is None or hop.group(2) not in ENTITY_NOUNS - PLACE_NOUNS:
+            return parts
+        if not _asks_beyond(_clean(main[:hop.start()] + hop.group(1) + main[hop.end():]), hop.group(1)):
+            return parts
+        parts = parts[:-1] + [_clean(hop.group(0)), main]  # the question keeps the whole chain it asks along
+    return parts
+
+
 def decompose(question: str) -> list[dict[str, Any]]:
     q = _clean(question)
     parts: list[str] | None = None
@@ -337,6 +359,7 @@ def decompose(question: str) -> list[dict[str, Any]]:
     if (parts := _comparison(q)) is None:
         parts = _bridges(q)
         dependent = parts is not None
+        parts = _held_by_the_bridge(parts) if parts else parts
     if not parts:
         parts = [q]
     # Remove redundancy: drop empty or duplicate subqueries.
