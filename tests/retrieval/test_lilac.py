@@ -324,6 +324,13 @@ def test_rules_ask_first_for_a_possessive_names_bridge():
         "the founder of Kaiser Ventures")
     assert decompose("Who directed the 1996 adaptation scripted by a creator of James Gunn's PG Porn?")[0]["text"] == (
         "a creator of James Gunn's PG Porn")
+    assert decompose("When did the first large winter carnival happen in Olivier Robitaille's place of birth?")[0]["text"] == (
+        "the place of birth of Olivier Robitaille")
+    # A second branch: the question left after a relative clause still holds a possessive's bridge.
+    assert [s["text"] for s in decompose("How many countries in Pacific National University's continent are recognized by "
+                                         "the organization that mediated the truce ending the Iran-Iraq war?")] == [
+        "the organization that mediated the truce ending the Iran-Iraq war", "the continent of Pacific National University",
+        "How many countries in the continent are recognized by the organization"]
     for question in ("What was Autodesk's goodwill at the end of 2018?", 'When was Poison\'s album "Shut Up, Make Love" released?'):
         assert len(decompose(question)) == 1, question
 
