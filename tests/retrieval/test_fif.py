@@ -533,3 +533,17 @@ def test_rules_planner_follows_no_page_the_evidence_already_holds():
     out = plan({"query": "During which years was the first series named among Ben Elton's writing credits broadcast?",
                 "memory": memory, "subtasks": []})
     assert out["answers"] == [["The Young Ones"]], out
+
+
+def test_the_evaluator_reads_an_acronym_from_the_name_a_page_spells_out():
+    """"the UNLV teammate of Ken Rose": the page writes "University of Nevada, Las Vegas", never
+    "UNLV", so the subtask's named entity was never covered and the chain's first hop failed on
+    every rung. A page that spells out another name still does not cover it."""
+    base = {"original_query": "Which diocese administers the high school of the daughter of Ken Rose's UNLV teammate?",
+            "subtask_query": "the UNLV teammate of Ken Rose", "subtask_index": 0, "subtasks": [],
+            "min_coverage": 0.5, "min_score": 0.3}
+    page = {"filename": "K.pdf", "title": "Ken Rose", "score": 0.9,
+            "text": "Ken Rose attended the University of Nevada, Las Vegas and played alongside Randall Cunningham."}
+    other = {**page, "text": "Ken Rose attended the University of Southern California and played alongside Rodney Peete."}
+    assert evaluate({**base, "candidates": [page]})["status"] == "answerable"
+    assert evaluate({**base, "candidates": [other]})["status"] == "not answerable"

@@ -86,6 +86,7 @@ NOT_NAMES = {
     "january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november",
     "december", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
 }
+ACRONYM_RUN_RE = re.compile(r"[A-Z][\w'’-]*(?:,?\s+(?:(?:of|the|and|for|de|&)\s+)*[A-Z][\w'’-]*)+")
 SENTENCE_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"“(])")
 
 
@@ -171,7 +172,22 @@ def compose(text: str, entity: str | None, prerequisite: str = "") -> str:
 
 
 def _unit_tokens(unit: dict[str, Any]) -> set[str]:
-    return content_tokens(f"{unit.get('title', '')} {unit.get('text', '')}")
+    """A unit's content tokens and the acronyms of the names it spells out: a question writes
+    "UNLV" where the page writes "University of Nevada, Las Vegas"."""
+    text = f"{unit.get('title', '')} {unit.get('text', '')}"
+    return content_tokens(text) | _acronyms(text)
+
+
+@lru_cache(maxsize=1 << 16)
+def _acronyms(text: str) -> frozenset[str]:
+    """Lower-cased initials of each run of capitalised words (connectors and a comma inside the
+    run skipped: "University of Nevada, Las Vegas" -> "unlv"), for runs of 2 to 6 words."""
+    out = set()
+    for m in ACRONYM_RUN_RE.finditer(text):
+        initials = [w[0] for w in re.findall(r"[A-Z][\w'’-]*", m.group(0))]
+        if 2 <= len(initials) <= 6:
+            out.add("".join(initials).lower())
+    return frozenset(out)
 
 
 def bridge_entities(subtask: str, unit: dict[str, Any], limit: int = 5) -> list[str]:
