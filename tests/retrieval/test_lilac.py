@@ -388,3 +388,23 @@ def test_rules_split_a_bridge_that_holds_a_bridge_of_its_own():
         "Which Catholic diocese administers the high school of the high-jumping daughter of the UNLV teammate"]
     assert len(decompose("What distinction is held by the former NBA player who was a member of the Charlotte Hornets "
                          "during their 1992-93 season and was head coach for the WNBA team Charlotte Sting?")) == 2
+
+
+def test_rules_decompose_every_probe_question_into_covering_hops():
+    """Every probe question (chains, rewrites, composed) splits into at most five non-empty
+    subqueries, each depending only on those before it, that between them keep every content word."""
+    import json
+    from pathlib import Path
+
+    from backend.llm.rules import QUESTION_WORDS, content_tokens
+
+    probes = Path(__file__).resolve().parents[2] / "bench" / "probes"
+    questions = [json.loads(line)["question"] for path in sorted(probes.glob("*.jsonl"))
+                 for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    assert len(questions) > 100
+    for question in questions:
+        subs = decompose(question)
+        assert 1 <= len(subs) <= 5 and all(s["text"].strip() for s in subs), question
+        assert all(set(s["depends_on"]) <= set(range(i)) for i, s in enumerate(subs)), question
+        covered = set().union(*(content_tokens(s["text"]) for s in subs))
+        assert content_tokens(question) - QUESTION_WORDS <= covered, question
