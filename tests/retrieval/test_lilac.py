@@ -386,6 +386,9 @@ def test_rules_split_a_bridge_that_holds_a_bridge_of_its_own():
         "the UNLV teammate of Ken Rose", "the high-jumping daughter of the UNLV teammate",
         "the high school of the high-jumping daughter",
         "Which Catholic diocese administers the high school of the high-jumping daughter of the UNLV teammate"]
+    # "the name of X" asks for X: the fight song is what is asked, no hop of its own.
+    assert [s["text"] for s in decompose("What is the name of the fight song of the university whose main campus is in Lawrence?")] == [
+        "the university whose main campus is in Lawrence", "What is the name of the fight song of the university"]
     assert len(decompose("What distinction is held by the former NBA player who was a member of the Charlotte Hornets "
                          "during their 1992-93 season and was head coach for the WNBA team Charlotte Sting?")) == 2
 

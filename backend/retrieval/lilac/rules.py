@@ -61,6 +61,7 @@ ENTITY_NOUNS = frozenset((
 # "on She's Got the Rhythm (And I Got the Blues)", "at the 2010 Commonwealth Games": a preposition and a name.
 NAMED_PP_RE = re.compile(
     r"(?:on|at|in|for|from|with)\s+(?:the\s+)?(?:\d{4}\s+)?[A-Z0-9\"“][^\s]*(?:\s+(?:(?:of|the|and|&|a|de)\s+)*[A-Z0-9\"“(][^\s]*)*")
+NAME_OF_RE = re.compile(r"\b(?i:the\s+)?(?:full\s+)?name\s+of\s+(?=the\s)")
 PLACE_NOUNS = frozenset("city town village state province county country region district community continent".split())
 ATTRIBUTIVE_RE = re.compile(
     r"\b(?i:the)\s+(?P<name>\"[^\"]+\"|“[^”]+”|" + NAME_WORD + r"(?:(?:\s+(?:of|the|and|de|&))*\s+" + NAME_WORD + ")*?)"
@@ -352,8 +353,9 @@ def _held_by_the_bridge(parts: list[str]) -> list[str]:
             r"\b((?i:the)\s+(?:[\w-]+\s+){0,2}?([\w-]+))\s+of\s+" + re.escape(" ".join(words[:k])) + r"(?=[\s,?.]|$)", main))), None)
         if hop is None or hop.group(2) not in ENTITY_NOUNS - PLACE_NOUNS:
             return parts
-        if not _asks_beyond(_clean(main[:hop.start()] + hop.group(1) + main[hop.end():]), hop.group(1)):
-            return parts
+        rest = NAME_OF_RE.sub(" ", main[:hop.start()] + hop.group(1) + main[hop.end():])
+        if not _asks_beyond(_clean(rest), hop.group(1)):
+            return parts  # "What is the name of the fight song of the university" asks for the song: no hop past it
         parts = parts[:-1] + [_clean(hop.group(0)), main]  # the question keeps the whole chain it asks along
     return parts
 
