@@ -317,7 +317,7 @@ class SubqueryMatch(Model):
 class ScoredEdge(Model):
     src: NodeId
     dst: NodeId
-    edge_kind: str = Field(description="contains | next | link | xref | caption | doc_link | mention (a title named in the text) | dummy")
+    edge_kind: str = Field(description="contains | next | link | xref | caption | doc_link | mention (a title named in the text) | composed (strata: a dependent subquery searched with its bridge filled in) | dummy")
     score: float = Field(description="Late-interaction score: sum over subqueries of the best subcomponent similarity.")
     matches: list[SubqueryMatch] = Field(default_factory=list)
     one_sided: bool = Field(False, description="Every subquery matched on the same end: the edge returns one node.")

@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import hashlib
+import json
 import logging
 import re
 import resource
@@ -193,16 +194,33 @@ def forget_queries(service) -> None:
             cache.clear()
 
 
+# Bridge questions over the sample corpus (--bridge): the rules split each into a subquery and one
+# that depends on it, so the methods' per-hop paths (strata's composed hops, FiF's subtasks) run.
+BRIDGE_QUESTIONS = (
+    "Who led the programme that planted street trees in 2021?",
+    "Which method mapped the land surface temperature of the neighbourhoods that had the highest heat exposure?",
+    "What budget did the programme whose canopy target is set for 2030 have?",
+)
+
+
+def method_spec(spec: str) -> tuple[str, dict]:
+    """'strata' or 'strata:{"compose": 0}': a method and the parameters it runs with (a variant
+    timed beside the default in the same run)."""
+    name, _, params = spec.partition(":")
+    return name, (json.loads(params) if params else {})
+
+
 def time_method(service, corpus, method: str, questions: list[str], budget_s: float) -> dict[bool, list[float]]:
     """Seconds per question for one method (retriever only, rules backend), brute force (True)
     and index path (False) interleaved question by question, so both see the same machine load;
-    stops after budget_s."""
+    stops after budget_s. `method` may carry parameters (method_spec)."""
     from backend.types import Trace
 
+    method, params = method_spec(method)
     llm = service.llm("rules")
     times: dict[bool, list[float]] = {True: [], False: []}
     depth = service.settings.retrieval.rank_depth  # what a question ranks before its top_k are returned
-    service.retriever(method, corpus, llm=llm).retrieve(questions[0], depth, {}, Trace(method=method))  # warm-up
+    service.retriever(method, corpus, llm=llm).retrieve(questions[0], depth, dict(params), Trace(method=method))  # warm-up
     start = time.perf_counter()
     for q in questions:
         for brute in (True, False):
@@ -210,7 +228,7 @@ def time_method(service, corpus, method: str, questions: list[str], budget_s: fl
             retriever = service.retriever(method, corpus, llm=llm)
             retriever.brute_force = brute
             t0 = time.perf_counter()
-            retriever.retrieve(q, depth, {}, Trace(method=method))
+            retriever.retrieve(q, depth, dict(params), Trace(method=method))
             times[brute].append(time.perf_counter() - t0)
         if time.perf_counter() - start > budget_s:
             break
@@ -290,7 +308,10 @@ def main() -> None:
     ap.add_argument("--root", type=Path, required=True, help="scratch folder for the built workspaces")
     ap.add_argument("--source", type=Path, default=Path("/work/scratch/h/golden/sample"), help="an ingested workspace")
     ap.add_argument("--pages", type=int, nargs="+", default=[1000, 10000])
-    ap.add_argument("--methods", nargs="+", default=list(METHODS))
+    ap.add_argument("--methods", nargs="+", default=list(METHODS),
+                    help='methods, each optionally with parameters: strata \'strata:{"compose": 0}\'')
+    ap.add_argument("--bridge", action="store_true", help="time the bridge questions only (BRIDGE_QUESTIONS)")
+    ap.add_argument("--repeat", type=int, default=1, help="ask the question list this many times (within the budget)")
     ap.add_argument("--budget", type=float, default=60.0, help="seconds per method (both modes)")
     ap.add_argument("--build-only", action="store_true")
     args = ap.parse_args()
@@ -308,7 +329,8 @@ def main() -> None:
         if not args.build_only:
             # A Service per size: the previous size's corpus is released before the next loads.
             service = Service(Settings(workspace_root=args.root, load_sample=False))
-            lines, point = measure(service, ws, got, args.methods, list(SAMPLE_QUESTIONS), args.budget)
+            questions = list(BRIDGE_QUESTIONS if args.bridge else SAMPLE_QUESTIONS) * max(1, args.repeat)
+            lines, point = measure(service, ws, got, args.methods, questions, args.budget)
             report += lines
             sizes.append(point)
             print("\n".join(lines), flush=True)

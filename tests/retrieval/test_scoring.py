@@ -120,11 +120,15 @@ def test_strata_scores_the_components_once_per_vector_and_matches_the_brute_forc
 
         monkeypatch.setattr(VectorIndex, name, counted)
     q = "Where was the director of Night Train born?"
-    shared = _strata(service, corpus).retrieve(q, 10, {}, Trace(method="strata"))
+    trace = Trace(method="strata")
+    shared = _strata(service, corpus).retrieve(q, 10, {}, trace)
     shared_passes, passes[:] = len(passes), []
     brute = _strata(service, corpus, brute_force=True).retrieve(q, 10, {}, Trace(method="strata"))
     assert [(h.node_id, h.score) for h in shared] == [(h.node_id, h.score) for h in brute]
-    assert shared_passes <= 2 < len(passes)  # the query's pass (+ the subqueries' one) against one per use
+    composed = sum(len(s.inputs) for s in trace.steps if getattr(s, "label", "").startswith("composed hops"))
+    assert composed == 1, "the director of Night Train, filled into the asking subquery"
+    # the query's pass, the subqueries' one and one per composed hop, against one per use
+    assert shared_passes <= 2 + composed < len(passes)
 
 
 def test_many_sessions_asking_at_once_get_what_one_session_gets(service):

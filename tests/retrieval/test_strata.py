@@ -54,7 +54,7 @@ def test_a_bridge_page_named_in_the_text_is_reached_without_any_pdf_link(service
     assert docs.index("Elena_Varga.pdf") == docs.index("Moonlit_Harbor.pdf") + 1, docs
     beam = next(s for s in trace.steps if isinstance(s, BeamStep))
     assert any(e.edge_kind == "mention" and doc_of(corpus, e.dst) == "Elena_Varga.pdf" for e in beam.edges)
-    no_mentions, trace0 = _run(service, corpus, QUESTION, 4, {"mentions": 0})
+    no_mentions, trace0 = _run(service, corpus, QUESTION, 4, {"mentions": 0, "compose": 0})  # the title hop alone
     beam0 = next(s for s in trace0.steps if isinstance(s, BeamStep))
     assert not beam0.edges and "linked from" not in " ".join(h.why for h in no_mentions)
 
@@ -183,3 +183,33 @@ def test_homonyms_named_by_one_mention_take_one_partner_place(service):
     partners = [doc_of(corpus, h.node_id) for h in hits if h.why == f"linked from {anchor}"]
     assert "Ben_Elton.pdf" in partners, partners
     assert len([d for d in partners if d.startswith("The_Young_Ones")]) == 1, partners
+
+
+ALBUMS = {
+    "Cedar_Line.pdf": ["Cedar Line is a song co-written by Alan Brook and Rena Vale, and performed by Brook. "
+                       "It was the first single from his album Open Range."],
+    "Rena_Vale.pdf": ["Rena Vale is an American country singer and songwriter from Tulsa."],
+    "Lantern_Road.pdf": ["Lantern Road is the third studio album by country singer Rena Vale. It came out on May 2, 1990."],
+    "Gray_Mile.pdf": ["Gray Mile is a band whose third studio album was released in 1994 on Cedar Records."],
+    "Harbor_Lights.pdf": ["Harbor Lights is the third studio album by the band Gray Mile, released in 1988."],
+    "Open_Range.pdf": ["Open Range is the second studio album by Alan Brook, released in 1992."],
+    "Silver_Creek.pdf": ["Silver Creek is the third studio album by Tom Reyes, released in 1979."],
+}
+ALBUMS_QUESTION = "When was the third studio album of Alan Brook's co-writer on Cedar Line released?"
+
+
+def test_a_composed_hop_reaches_a_page_that_names_the_bridge_but_is_not_its_own(service):
+    """MuSiQue's second page is often not the bridge entity's own: Rena Vale's third studio album is
+    named on Lantern Road's page, which no page names by title. The leading unit that best matches
+    the first subquery (Cedar Line) names the bridge, "the third studio album of Rena Vale" is
+    searched, and its best unit joins the partners Cedar Line may place. Without it the page
+    sits below the albums the question's own words match."""
+    corpus = build_corpus(service, ALBUMS)
+    hits, trace = _run(service, corpus, ALBUMS_QUESTION, 4)
+    docs = list(dict.fromkeys(doc_of(corpus, h.node_id) for h in hits))
+    assert "Lantern_Road.pdf" in docs[:3], docs
+    beam = next(s for s in trace.steps if isinstance(s, BeamStep))
+    assert any(e.edge_kind == "composed" and doc_of(corpus, e.dst) == "Lantern_Road.pdf" for e in beam.edges)
+    assert any(isinstance(s, FuseStep) and "Rena Vale" in " ".join(s.inputs) for s in trace.steps)
+    plain, _ = _run(service, corpus, ALBUMS_QUESTION, 4, {"compose": 0})
+    assert "Lantern_Road.pdf" not in list(dict.fromkeys(doc_of(corpus, h.node_id) for h in plain))[:3]
