@@ -109,8 +109,9 @@ class StrataParams(StrategyParams):
     chain: int = param(2, 0, 3, "Further hops from a placed partner, each only when it adds to some subquery's best match (0: one hop).")
     compose: int = param(
         1, 0, 3,
-        "Units placed per composed hop: each dependent subquery with the bridge named by the leading unit that best "
-        "matches its prerequisite filled in (FiF's composition), searched flat, its best units after that unit (0: none).",
+        "Units per composed hop: each dependent subquery with the bridge named by the leading unit that best matches its "
+        "prerequisite filled in (FiF's composition) is searched flat, and its best units join that unit's partner "
+        "candidates (0: none).",
     )
     alpha: float = param(
         0.5, 0.0, 1.0, "BM25 weight of the partners' late interaction (other corpora; template corpora use 0).",
@@ -158,16 +159,16 @@ class StrataRetriever(Retriever):
     def _composed_hops(self, sc: QueryScores, subqueries: list, base: list[ScoredNode], li: LateInteraction,
                        p: StrataParams, trace: Trace) -> dict[str, list[ScoredNode]]:
         """For each dependent subquery, the best units of a flat search for it with its bridge
-        filled in, keyed by the unit that named the bridge (they are placed right after it, before
-        its partners). The bridge is FiF's: the leading unit that best matches the prerequisite
-        names it ("Randy Travis" for "the co-writer of Alan Jackson on ..."), and "the third studio
-        album of Randy Travis" finds Old 8x10, a page the title hops cannot reach because it is not
-        the bridge's own (MuSiQue's second pages often are not). The next hop's prerequisite is the
-        composed search's first unit."""
+        filled in, keyed by the unit that named the bridge: they join that unit's partner
+        candidates. The bridge is FiF's: the leading unit that best matches the prerequisite names
+        it ("Randy Travis" for "the co-writer of Alan Jackson on ..."), and "the third studio album
+        of Randy Travis" finds Old 8x10, a page the title hops cannot reach because it is not the
+        bridge's own (MuSiQue's second pages often are not). The next hop's prerequisite is the
+        composed search's first unit (its candidates count only if that unit is placed)."""
         corpus, comps = self.corpus, self.corpus.layers["components"]
         ga = li.arrays
         leading = [h.node_id for h in base[: p.partner_depth]]
-        after: dict[str, list[ScoredNode]] = {}
+        candidates: dict[str, list[ScoredNode]] = {}
         shown: dict[str, list[ScoredNode]] = {}
         asked = [sub.text for sub in subqueries]  # each subquery as searched, its bridge filled in
         for i, sub in enumerate(subqueries):
@@ -185,13 +186,13 @@ class StrataRetriever(Retriever):
                               f"composed hop: {text}")
             if not hits:
                 continue
-            after.setdefault(unit_id, []).extend(h.model_copy(update={"why": f"composed hop: {text}"}) for h in hits)
+            candidates.setdefault(unit_id, []).extend(h.model_copy(update={"why": f"composed hop: {text}"}) for h in hits)
             shown[text] = hits
             leading = [hits[0].node_id]
         if shown:
-            trace.add(FuseStep(label="composed hops (placed after the unit naming the bridge)", inputs=shown,
+            trace.add(FuseStep(label="composed hops (partner candidates of the unit naming the bridge)", inputs=shown,
                                weights={"units per hop": float(p.compose)}))
-        return after
+        return candidates
 
     def _template_ranking(self, sc: QueryScores, query: str, k: int, p: StrataParams, trace: Trace) -> list[ScoredNode]:
         """Template corpora: dense over the components (the FAISS index's top), the leading
