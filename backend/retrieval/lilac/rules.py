@@ -92,6 +92,10 @@ PHRASE_ENDS = frozenset((
     "who whom whose which that where when is was are were be been being has have had do does did can could will would"
 ).split())
 PREPOSITIONS = frozenset("in on at by for from with to into about of off over under through against".split())
+PARTICIPLE_RE = re.compile(r"\s([a-z]{3,}ing)\s+(\S+)")
+# A clause with no relative pronoun, ending on its preposition: "the province WRSU-FM broadcasts in".
+CONTACT_CLAUSE_RE = re.compile(r"\s(?=(?:the\s+)?" + NAME + r"\s+(?:[a-z][\w'’-]*\s+){0,3}?(?:" + "|".join(sorted(PREPOSITIONS))
+                               + r")(?:\s+[a-z]+)?\s*(?:,|$))")
 # A participle after a noun phrase starts a reduced relative clause ("the network carrying the Maltin on Movies
 # podcast"); these -ing words are prepositions or nouns, never such a participle.
 NOT_PARTICIPLES = frozenset((
@@ -182,15 +186,15 @@ def _possessive_bridge(q: str) -> list[str] | None:
         if end == i + 1 or end < len(words) and re.match(r"[\"“A-Z0-9]", words[end]):
             continue  # no noun, or one a name stands beside ("Poison's album "Shut Up, Make Love"")
         the = start > 0 and words[start - 1].lower() == "the"
+        comma = words[end - 1].endswith(",")
         noun = " ".join(words[i + 1:end]).rstrip(",")
         if words[min(head, end) - 1].rstrip(",").split("-")[-1] not in ENTITY_NOUNS:  # "co-writer" is a writer
             continue
         # A name the noun holds its role on goes with it: "Alan Jackson's co-writer on She's Got the Rhythm".
         # A place holds no role on anything: in "Gerald Reive's country at the 2014 Games" the Games are the question's.
-        on = NAMED_PP_RE.match(" ".join(words[end:])) if not words[end - 1].endswith(",") and noun.split()[-1] not in PLACE_NOUNS else None
+        on = NAMED_PP_RE.match(" ".join(words[end:])) if not comma and noun.split()[-1] not in PLACE_NOUNS else None
         scope = on.group(0).split() if on else []
-        main = _clean(" ".join(words[:start - the] + [f"the {noun}" + ("," if words[end - 1].endswith(",") else "")]
-                             + words[end + len(scope):]))
+        main = _clean(" ".join(words[:start - the] + [f"the {noun}" + ("," if comma else "")] + words[end + len(scope):]))
         if _asks_beyond(main, noun):
             return [_clean(f"the {noun} of {' '.join(words[start:i] + [m.group(1)] + scope)}"), main]
     return None
@@ -211,15 +215,12 @@ def _clause_markers(q: str) -> list[tuple[int, int, str]]:
     first word does, with no pronoun."""
     found = [(m.start(), m.end(), m.group(1)) for m in RELATIVE_RE.finditer(q)
              if not q[:m.start()].endswith(" as")]  # "a recurring role as whom": a question word in place
-    participle = re.compile(r"\s([a-z]{3,}ing)\s+(\S+)")
-    contact = re.compile(r"\s(?=(?:the\s+)?" + NAME + r"\s+(?:[a-z][\w'’-]*\s+){0,3}?(?:" + "|".join(PREPOSITIONS)
-                         + r")(?:\s+[a-z]+)?\s*(?:,|$))")
-    for m in [*participle.finditer(q), *contact.finditer(q)]:
-        if m.re is participle and (m.group(1) in NOT_PARTICIPLES or not OBJECT_START_RE.match(m.group(2))
-                                   or not (QUESTION_START_RE.match(q) or AUXILIARIES & set(q[:m.start()].lower().split()))):
+    for m in [*PARTICIPLE_RE.finditer(q), *CONTACT_CLAUSE_RE.finditer(q)]:
+        if m.re is PARTICIPLE_RE and (m.group(1) in NOT_PARTICIPLES or not OBJECT_START_RE.match(m.group(2))
+                                      or not (QUESTION_START_RE.match(q) or AUXILIARIES & set(q[:m.start()].lower().split()))):
             continue  # a participle takes an object ("the average operating income" has none) after the question's verb
         before = q[:m.start()].split()  # the clause follows a noun ("the city", not "the operating loss")
-        if m.re is contact and DO_SUPPORT_RE.match(q):
+        if m.re is CONTACT_CLAUSE_RE and DO_SUPPORT_RE.match(q):
             continue  # "Which team does the player Lionel Messi play for": the question's own verb
         if before and re.fullmatch(r"[a-z][\w-]*", before[-1]) and before[-1] not in PHRASE_ENDS:
             found.append((m.start(), m.start() + 1, ""))
