@@ -37,6 +37,15 @@
    R@5 0.911 -> 0.922, the probe's untitled hops 0.875 -> 0.938, the rest identical; placed
    before the partners instead, it cost the probe's chains 0.914 -> 0.880 (bench/RESULTS.md).
 
+6. Named documents (`named`), both non-template modes: the components of the documents whose title
+   the question names are a third ranking in the base fusion, weight 2. A composed question names
+   only where its chain starts ("the high school of the daughter of Ken Rose's UNLV teammate"); the
+   rest is the last hop's words, which pages of the answer's kind (Catholic high schools) match
+   better than the start page, so the start page and every hop after it fell below them. Tune:
+   hotpot R@5 0.922 -> 0.932 (All@10 the same), the probe's composed questions 0.885 -> 0.969, its
+   4-page chains 0.833 -> 0.917; weight 3 gave the same R@5 and a lower All@10. tatqa's and
+   mmlongbench's questions name no title, and their rankings are unchanged.
+
 Issue 10 removed the switch on the share of *linked* documents (0.25, set between hotpot's 0.44
 and mmlongbench's 0.10): a wiki whose PDFs carry fewer link annotations fell on the wrong side
 of it and lost its second hops. Without any PDF link, the title hop alone keeps dev-hotpot-pdf
@@ -57,6 +66,7 @@ from backend.retrieval.hikey import HiKEYRetriever
 from backend.retrieval.hybrid import HybridRetriever
 from backend.retrieval.mmgraph import MMGraphRetriever
 from backend.retrieval.lilac import LateInteraction, best_of_document, component_neighbours, decompose
+from backend.retrieval.lilac.retriever import graph_arrays
 from backend.retrieval.fif.rules import bridge_entities, compose
 from backend.retrieval.mentions import title_index
 from backend.retrieval.traits import HOP_SHARE, SHORT_DOC_PAGES, hop_share, mean_pages, template_share
@@ -113,6 +123,11 @@ class StrataParams(StrategyParams):
         "prerequisite filled in (FiF's composition) is searched flat, and its best units join that unit's partner "
         "candidates (0: none).",
     )
+    named: float = param(
+        2.0, 0.0, 5.0,
+        "Weight, in the reciprocal-rank fusion of the base ranking, of the components of the documents "
+        "whose title the question names (0: none).",
+    )
     alpha: float = param(
         0.5, 0.0, 1.0, "BM25 weight of the partners' late interaction (other corpora; template corpora use 0).",
         setting="retrieval.hybrid_alpha", ui=False,
@@ -145,7 +160,7 @@ class StrataRetriever(Retriever):
             base = self._template_ranking(sc, query, k, p, trace)
             alpha = 0.0
         else:
-            base = self._routed_and_flat(sc, query, k, p, trace)
+            base = self._routed_and_flat(sc, query, k, p, trace, self._named(sc, query, k, p))
             alpha = p.alpha
         if p.partners <= 0 or p.partner_depth <= 0:
             return base[:top_k]
@@ -194,6 +209,22 @@ class StrataRetriever(Retriever):
                                weights={"units per hop": float(p.compose)}))
         return candidates
 
+    def _named(self, sc: QueryScores, query: str, k: int, p: StrataParams) -> list[ScoredNode]:
+        """The components of the documents whose title the question names (mentions.py: the
+        whole title, or its name before a qualifier), by the question's hybrid score."""
+        if p.named <= 0:
+            return []
+        ga = graph_arrays(self.corpus)
+        docs = [d for group in title_index(self.corpus).mentions(query) for d in group]
+        parts = [ga.doc_components[d] for d in docs if d in ga.doc_components]
+        if not parts:
+            return []
+        rows = np.concatenate(parts)
+        comps = self.corpus.layers["components"]
+        score = sc.hybrid_with_own(comps, query, sc.encode(self.encoder, [query])[0], 0.5, rows)[rows]
+        order = np.lexsort((rows, -score))[: 3 * k]
+        return [ScoredNode(node_id=comps.ids[rows[i]], score=round(float(score[i]), 6), why="named") for i in order]
+
     def _template_ranking(self, sc: QueryScores, query: str, k: int, p: StrataParams, trace: Trace) -> list[ScoredNode]:
         """Template corpora: dense over the components (the FAISS index's top), the leading
         results spread over documents."""
@@ -204,7 +235,7 @@ class StrataRetriever(Retriever):
         return spread_over_documents(self.corpus, ranked, p.per_doc_first)[:k]
 
     def _routed_and_flat(
-        self, sc: QueryScores, query: str, k: int, p: StrataParams, trace: Trace
+        self, sc: QueryScores, query: str, k: int, p: StrataParams, trace: Trace, named: list[ScoredNode] = (),
     ) -> list[ScoredNode]:
         """HiKEY's routed ranking fused by reciprocal rank (k=10) with a flat one: the hybrid
         ranking for long documents (routing wins on long reports, the flat ranking keeps the
@@ -221,13 +252,18 @@ class StrataRetriever(Retriever):
         flat = flat_cls(corpus, self.encoder, self.settings, **kw).retrieve(query, 3 * k, flat_params, flat_trace)
         trace.steps.extend(flat_trace.steps)
         trace.notes.extend(n for n in flat_trace.notes if n not in trace.notes)
-        fused = reciprocal_rank_fusion((([h.node_id for h in routed], 1.0), ([h.node_id for h in flat], flat_weight)), RRF_K)
+        rankings = [([h.node_id for h in routed], 1.0), ([h.node_id for h in flat], flat_weight)]
+        if named:
+            rankings.append(([h.node_id for h in named], p.named))
+        fused = reciprocal_rank_fusion(rankings, RRF_K)
         order = sorted(fused, key=lambda n: (-fused[n], n))[:k]
         base = [ScoredNode(node_id=n, score=round(fused[n], 6), why=f"HiKEY + {flat_cls.name} (reciprocal rank)") for n in order]
         trace.params["flat"] = flat_cls.name
-        trace.add(FuseStep(label=f"HiKEY routed ranking + flat {flat_cls.name} ranking",
-                           inputs={"hikey": routed[:10], flat_cls.name: flat[:10]},
-                           weights={"hikey": 1.0, flat_cls.name: flat_weight, "rrf_k": float(RRF_K)}))
+        inputs, weights = {"hikey": routed[:10], flat_cls.name: flat[:10]}, {"hikey": 1.0, flat_cls.name: flat_weight}
+        if named:
+            inputs["named documents"], weights["named documents"] = named[:10], p.named
+        trace.add(FuseStep(label=f"HiKEY routed ranking + flat {flat_cls.name} ranking" + (" + named documents" if named else ""),
+                           inputs=inputs, weights={**weights, "rrf_k": float(RRF_K)}))
         return base
 
     def _partner_candidates(

@@ -213,3 +213,37 @@ def test_a_composed_hop_reaches_a_page_that_names_the_bridge_but_is_not_its_own(
     assert any(isinstance(s, FuseStep) and "Rena Vale" in " ".join(s.inputs) for s in trace.steps)
     plain, _ = _run(service, corpus, ALBUMS_QUESTION, 4, {"compose": 0})
     assert "Lantern_Road.pdf" not in list(dict.fromkeys(doc_of(corpus, h.node_id) for h in plain))[:3]
+
+
+TEAMMATES = {
+    "Tomas_Brandt.pdf": ["Tomas Brandt is a retired quarterback who played college football at Ridgeway State beside Aaron Pike."],
+    "Aaron_Pike.pdf": ["Aaron Pike is a former quarterback. His daughter Mira Pike is a high jumper at Saint Brigid Academy."],
+    **{f"{name.replace(' ', '_')}.pdf": [
+        f"{name} is a Catholic high school. The Catholic diocese of {see} administers the high school, which sends "
+        "many a daughter of its families to college."]
+       for name, see in (("Saint Anne High School", "Lorne"), ("Holy Cross High School", "Varden"),
+                         ("Mount Carmel High School", "Oster"), ("Saint Jude High School", "Pell"))},
+    "Catholic_Schools.pdf": ["Which Catholic diocese administers a high school? Each diocese administers its Catholic schools."],
+}
+TEAMMATES_QUESTION = "Which Catholic diocese administers the high school of the daughter of Tomas Brandt's college teammate?"
+
+
+def test_the_page_a_question_names_leads_even_when_the_last_hop_s_words_match_other_pages(service):
+    """MuSiQue names only where a chain starts ("Tomas Brandt"); the rest of the question is the
+    last hop's words, which every Catholic school's page matches better than the start page. The
+    documents whose title the question names are a ranking of their own in the base fusion, so
+    the start page leads, and its hop to the teammate follows it; without it neither is in the
+    top four. A question that names no title is ranked as before."""
+    corpus = build_corpus(service, TEAMMATES)
+    assert hop_share(corpus) >= 0.1
+    plain, _ = _run(service, corpus, TEAMMATES_QUESTION, 4, {"named": 0})
+    assert "Tomas_Brandt.pdf" not in [doc_of(corpus, h.node_id) for h in plain]
+    hits, trace = _run(service, corpus, TEAMMATES_QUESTION, 4)
+    docs = [doc_of(corpus, h.node_id) for h in hits]
+    assert docs.index("Aaron_Pike.pdf") == docs.index("Tomas_Brandt.pdf") + 1, docs
+    fuse = next(s for s in trace.steps if isinstance(s, FuseStep) and "named documents" in s.inputs)
+    assert [doc_of(corpus, h.node_id) for h in fuse.inputs["named documents"]] == ["Tomas_Brandt.pdf"]
+    unnamed = "Which Catholic diocese administers the high school of the daughter of the quarterback?"
+    default, trace0 = _run(service, corpus, unnamed, 4)
+    assert not any(isinstance(s, FuseStep) and "named documents" in s.inputs for s in trace0.steps)
+    assert [h.node_id for h in default] == [h.node_id for h in _run(service, corpus, unnamed, 4, {"named": 0})[0]]
