@@ -3,7 +3,6 @@ kind (unknown kinds still show), and the ingest progress board folds events into
 
 from __future__ import annotations
 
-from pathlib import Path
 
 from backend.types import (
     Answer,
