@@ -204,6 +204,20 @@ def test_rules_split_a_chain_of_of_phrases_at_the_innermost_one():
         assert all(s["depends_on"] == list(range(i)) for i, s in enumerate(subs)), question
 
 
+
+def test_rules_keep_a_title_with_of_and_and_in_it_whole():
+    """A title may hold "of", "the" or "and" between its capitalised words: the of-bridge ends
+    after the whole title, not at its first capitalised word ("the author of Mrs. Bixby")."""
+    cases = {
+        "How many copies were sold by the author of Mrs. Bixby and the Colonel's Coat?": [
+            "the author of Mrs. Bixby and the Colonel's Coat", "How many copies were sold by the author"],
+        "The author of The Thing of It Is... is what Nationality?": ["The author of The Thing of It Is", "The author is what Nationality"],
+        "Near what major city is the community of Faith Lutheran Middle School and High School?": [
+            "the community of Faith Lutheran Middle School and High School", "Near what major city is the community"],
+    }
+    for question, parts in cases.items():
+        assert [s["text"] for s in decompose(question)] == parts, question
+
 def test_rules_modality_follows_the_papers_heuristics():
     assert modality_of("What was the total revenue in 2019?") == "table"
     assert modality_of("What colour is the logo?") == "figure"

@@ -29,11 +29,13 @@ MAX_SUBQUERIES = 5
 # A name: capitalised words, an ampersand between two of them ("Filthy Rich & Catflap", "Procter & Gamble").
 NAME_WORD = r"[A-Z0-9][\w'’.&-]*"
 NAME = NAME_WORD + r"(?:\s+(?:&\s+)?" + NAME_WORD + ")*"
+# A title may hold "of", "the", "and" or "de" between its capitalised words ("City of Angels", "Bank of America").
+LONG_NAME = NAME_WORD + r"(?:\s+(?:(?:&|of|the|and|de)\s+)*" + NAME_WORD + ")*"
 RELATIVE_RE = re.compile(r"\s(who|whom|whose|which|that|where)\s", re.I)
 # "the director of the film X", "the capital of the country that ..."
 OF_BRIDGE_RE = re.compile(
     r"\b((?i:the|a|an|this|its|his|her|their)\s+(?:[a-z-]+\s+){0,2}?[a-z-]+)\s+(of|for|from|by|in)\s+"
-    r"((?:the\s+)?(?:[\w'’.-]+\s+){0,6}?(?:\"[^\"]+\"|“[^”]+”|" + NAME + "))",
+    r"((?:the\s+)?(?:[\w'’.-]+\s+){0,6}?(?:\"[^\"]+\"|“[^”]+”|" + LONG_NAME + "))",
 )
 # An of-phrase that ends in a number names a time or a place in the document, not an entity.
 NUMBER_NAME_RE = re.compile(r"(?:^|\s)[$€£]?\d[\d,.]*%?$")
