@@ -21,12 +21,13 @@ from backend.retrieval.fif import FiFRetriever, strategy_of
 from backend.types import AgentStep, DecomposeStep, Trace
 from tests.fakes import CHAIN, CHAIN_LINKS, ScriptedLLM
 
-# The film's page names its star first; the star's mention is a trap link to the soundtrack page,
-# which never names him. The director's link is right.
+# The film's page names its star first, in a sentence with more of the question's words ("city",
+# "director"); the star's mention is a trap link to the soundtrack page, which never names him. The
+# director's link is right.
 TRAP_DOCS: dict[str, tuple[str, list[str], list[tuple[str, str]]]] = {
     "Night_Harbor.pdf": (
         "Night Harbor",
-        ["Night Harbor is a 1961 drama film starring Tom Reyes. It was directed by Elena Marsh."],
+        ["Night Harbor is a 1961 drama film starring Tom Reyes as a city theatre director. It was directed by Elena Marsh."],
         [("Tom Reyes", "Night_Harbor_Soundtrack.pdf"), ("Elena Marsh", "Elena_Marsh.pdf")],
     ),
     "Night_Harbor_Soundtrack.pdf": (
@@ -462,6 +463,21 @@ def test_rules_take_a_name_carrying_the_subtasks_own_words_as_the_bridge():
     # The subtask's named entity is still no answer, whatever else it shares.
     assert "Dara Quill" not in names
 
+
+
+def test_rules_take_the_name_in_the_sentence_that_holds_the_relation_not_the_subject_s_name():
+    """On the subject's own page every sentence is about the subject, so the sentence that writes
+    its name marks nothing out: "He played college football at Kelmar" answers "the college team
+    of Ivo Brandt", though the first sentence names him and a longer name."""
+    unit = {"title": "Ivo Brandt (American football)", "links": [],
+            "text": "Ivo Brandt (born May 2, 1991) is an American football linebacker for the Dunmore Hawks of the "
+                    "Western Football League (WFL). He played college football at Kelmar."}
+    names = bridge_entities("the college team of Ivo Brandt", unit)
+    assert names[0] == "Kelmar", names
+    # Where no sentence writes the relation, the sentence naming the subject still comes first.
+    page = {"title": "Noor Avila", "links": [],
+            "text": "The Tessel Prize went to Mara Quint in 2001. Noor Avila married Teo Ferrand in 1998."}
+    assert bridge_entities("the spouse of Noor Avila", page)[0] == "Teo Ferrand"
 
 def test_rules_orchestrator_extends_a_resolved_plan_that_leaves_query_words_uncovered():
     subtasks = [{"index": 0, "text": "the community where Dara Quill's high school is located", "status": "answered",

@@ -209,7 +209,7 @@ def bridge_entities(subtask: str, unit: dict[str, Any], limit: int = 5) -> list[
     text = unit.get("text", "")
     sentences = SENTENCE_RE.split(text) or [text]
     links = [t for t in unit.get("links", []) if t]
-    scored: list[tuple[bool, float, int, str]] = []  # (not of the kind asked, -score, first offset, name)
+    scored: list[tuple[bool, float, float, int, str]] = []  # (not of the kind asked, -score, -subject, first offset, name)
     seen: set[str] = set()
     title = unit.get("title", "")
     first_names: list[str] = []
@@ -222,16 +222,20 @@ def bridge_entities(subtask: str, unit: dict[str, Any], limit: int = 5) -> list[
         if not toks or key in seen or len(toks & known) * 2 >= len(toks) or toks <= own or key in NOT_NAMES:
             continue  # nothing, a repeat, or (mostly) a name the subtask or the page already is
         seen.add(key)
-        around = [s for s in sentences if name.lower() in s.lower()]
-        # How much of the subtask the sentence around the name covers, the name's own words left out.
-        overlap = max((len((content_tokens(s) - toks) & tokens) for s in around), default=0) / max(1, len(tokens))
+        around = [content_tokens(s) - toks for s in sentences if name.lower() in s.lower()]
+        # How much of what the subtask asks (its kinds, relations and numbers) the sentence around the name
+        # covers, the name's own words left out; then, to break ties, how much of the subtask's own
+        # names. On the subject's own page every sentence is about the subject ("He played college
+        # football at Oregon"), so its name marks no sentence out.
+        overlap = max((len(s & (tokens - known)) for s in around), default=0) / max(1, len(tokens))
+        subject = max((len(s & known) for s in around), default=0)
         linked = name in links
         if not around and not linked:
             continue
         first = text.lower().find(name.lower())
         score = overlap + (0.5 if linked else 0.0) + (0.15 if len(name.split()) > 1 else 0.0) - 0.3 * bool(toks & known)
-        scored.append((not toks & asked, -score, first if first >= 0 else len(text), name))
-    scored.sort()  # the names of the kind asked about first, then by score, then by first occurrence
+        scored.append((not toks & asked, -score, -subject, first if first >= 0 else len(text), name))
+    scored.sort()  # the names of the kind asked about first, then by score, the subject's sentence, first occurrence
     return (first_names + [name for *_, name in scored])[:limit]
 
 
