@@ -479,6 +479,18 @@ def test_rules_take_the_name_in_the_sentence_that_holds_the_relation_not_the_sub
             "text": "The Tessel Prize went to Mara Quint in 2001. Noor Avila married Teo Ferrand in 1998."}
     assert bridge_entities("the spouse of Noor Avila", page)[0] == "Teo Ferrand"
 
+
+def test_rules_take_a_relative_sharing_the_family_name_and_the_name_beside_the_relation():
+    """'the high-jumping daughter of Tor Lindqvist': his daughter shares his family name but is
+    another person; of the two relatives in one sentence, the one written beside "high jumper" is
+    the answer. The subject written another way ("Tor Anders Lindqvist") is still no answer."""
+    unit = {"title": "Tor Lindqvist", "links": ["Sven Lindqvist", "Mira Lindqvist"],  # both have pages
+            "text": "Tor Anders Lindqvist is a former quarterback in the Northern Football League. He is the younger "
+                    "brother of former player Sven Lindqvist and the father of world champion high jumper Mira Lindqvist."}
+    names = bridge_entities("the high-jumping daughter of Tor Lindqvist", unit)
+    assert names[0] == "Mira Lindqvist", names
+    assert "Tor Anders Lindqvist" not in names
+
 def test_rules_orchestrator_extends_a_resolved_plan_that_leaves_query_words_uncovered():
     subtasks = [{"index": 0, "text": "the community where Dara Quill's high school is located", "status": "answered",
                  "depends_on": []},

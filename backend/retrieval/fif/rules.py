@@ -190,6 +190,21 @@ def _acronyms(text: str) -> frozenset[str]:
     return frozenset(out)
 
 
+NEAR_WORDS = 3  # "beside a name": this many words either side
+WORD_RE = re.compile(r"[\w'’-]+")
+
+
+def _subjects_own(name: str, toks: set[str], known: set[str]) -> bool:
+    """Whether a name is the subtask's own named entity written another way ("Randall Wade
+    Cunningham" for "Randall Cunningham"): all its words are the subtask's names, or it starts with
+    one and most of its words are. A relative who shares only the family name ("Vashti
+    Cunningham", "the daughter of Randall Cunningham") is another entity."""
+    if toks <= known:
+        return True
+    head = content_tokens(name.split()[0]) if name.split() else set()
+    return bool(head & known) and len(toks & known) * 2 >= len(toks)
+
+
 def bridge_entities(subtask: str, unit: dict[str, Any], limit: int = 5) -> list[str]:
     """Entities a unit names that the subtask does not: the candidates for the subtask's answer.
 
@@ -198,8 +213,8 @@ def bridge_entities(subtask: str, unit: dict[str, Any], limit: int = 5) -> list[
     the documents the unit links to (they are navigable) and other capitalised names, each ranked
     by how much of the subtask the sentence around it covers.
 
-    A name is the subtask's own, and skipped, when most of its words are the subtask's named
-    entities. A name that carries the subtask's other words ("Bishop Gorman High School" for "the
+    A name is the subtask's own, and skipped, when it is the subtask's named entity written another
+    way (`_subjects_own`). A name that carries the subtask's other words ("Bishop Gorman High School" for "the
     community where X's high school is located", "Richmond River" for "the river the town is on")
     names the kind of thing the subtask asks about: it is what the hop is looking for."""
     tokens, spans = query_terms(subtask)
@@ -209,7 +224,7 @@ def bridge_entities(subtask: str, unit: dict[str, Any], limit: int = 5) -> list[
     text = unit.get("text", "")
     sentences = SENTENCE_RE.split(text) or [text]
     links = [t for t in unit.get("links", []) if t]
-    scored: list[tuple[bool, float, float, int, str]] = []  # (not of the kind asked, -score, -subject, first offset, name)
+    scored: list[tuple[bool, float, int, int, int, str]] = []  # (not of the kind asked, -score, -near, -subject, first offset, name)
     seen: set[str] = set()
     title = unit.get("title", "")
     first_names: list[str] = []
@@ -219,7 +234,7 @@ def bridge_entities(subtask: str, unit: dict[str, Any], limit: int = 5) -> list[
     for name in links + entity_spans(text):
         toks = content_tokens(name)
         key = name.lower()
-        if not toks or key in seen or len(toks & known) * 2 >= len(toks) or toks <= own or key in NOT_NAMES:
+        if not toks or key in seen or _subjects_own(name, toks, known) or toks <= own or key in NOT_NAMES:
             continue  # nothing, a repeat, or (mostly) a name the subtask or the page already is
         seen.add(key)
         around = [content_tokens(s) - toks for s in sentences if name.lower() in s.lower()]
@@ -233,9 +248,16 @@ def bridge_entities(subtask: str, unit: dict[str, Any], limit: int = 5) -> list[
         if not around and not linked:
             continue
         first = text.lower().find(name.lower())
+        # Several names in one sentence ("the brother of Sam Cunningham and the father of ... high
+        # jumper Vashti Cunningham"): the one written beside the subtask's words comes first.
+        beside = set()
+        if first >= 0:
+            words = WORD_RE.findall(text[:first])[-NEAR_WORDS:] + WORD_RE.findall(text[first + len(name):])[:NEAR_WORDS]
+            beside = content_tokens(" ".join(words)) - toks
+        near = len(beside & (tokens - known))
         score = overlap + (0.5 if linked else 0.0) + (0.15 if len(name.split()) > 1 else 0.0) - 0.3 * bool(toks & known)
-        scored.append((not toks & asked, -score, -subject, first if first >= 0 else len(text), name))
-    scored.sort()  # the names of the kind asked about first, then by score, the subject's sentence, first occurrence
+        scored.append((not toks & asked, -score, -near, -subject, first if first >= 0 else len(text), name))
+    scored.sort()  # the kind asked about first, then by score, the subtask's words beside it, the subject's sentence, first occurrence
     return (first_names + [name for *_, name in scored])[:limit]
 
 
