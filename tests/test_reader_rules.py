@@ -234,6 +234,9 @@ def test_a_word_capitalised_by_its_place_is_no_name_and_the_full_stop_is_not_kep
     q = "Which company filed the report?"
     units = [unit("u1", "The report was filed by Apple Inc.", 0.6, 0.5)]
     assert answer_by_rules(q, units, THRESHOLD)["answer"] == "Apple Inc."  # an abbreviation keeps its stop
+    q = "Which diocese administers the high school?"
+    units = [unit("u1", "Along with Holy Cross Academy, it is administered by the Diocese of Lorne.", 0.6, 0.5)]
+    assert answer_by_rules(q, units, THRESHOLD)["answer"] != "Along"  # a preposition opening the sentence
 
 
 def test_a_which_year_question_is_answered_from_a_rows_year_columns():

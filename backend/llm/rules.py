@@ -75,7 +75,10 @@ INTERROGATIVE_RE = re.compile(
     rf"^\s*{_WH}\b|\b(?:by|in|since|of|for|from|to|at|on|with|during|as|until|before|after|than)\s+{_WH}\b|\b{_WH}\s*\??\s*$", re.I)
 SENTENCE_OPENERS = frozenset(
     "she he it they we i you his her its their our this that these those there thus however after before in on at by "
-    "from with as when while although though since during following later also then today a an the".split())
+    "from with as when while although though since during following later also then today a an the "
+    # prepositions, quantifiers and participles that open a sentence ("Along with Kapaun Mt. Carmel ...")
+    "along despite according among amongst between through throughout against around upon unlike besides within "
+    "both each every many most some several another other originally currently formerly located based born founded".split())
 FOOTNOTE_RE = re.compile(r"\(\d\)")
 NEGATIONS = {"not", "no", "never", "none", "neither", "nor", "without"}
 
