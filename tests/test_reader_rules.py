@@ -239,6 +239,18 @@ def test_a_word_capitalised_by_its_place_is_no_name_and_the_full_stop_is_not_kep
     assert answer_by_rules(q, units, THRESHOLD)["answer"] != "Along"  # a preposition opening the sentence
 
 
+def test_an_entity_question_is_answered_by_a_name_of_the_kind_it_asks_for():
+    """"Which Catholic diocese ...": the name whose head is "Diocese" ("Diocese of Lorne", head
+    before "of"), not the first name of the sentence ("Holy Cross Academy"); "Which song ...": a
+    name ending in "Song"."""
+    q = "Which Catholic diocese administers the high school?"
+    units = [unit("u1", "Along with Holy Cross Academy, it is administered by the Catholic Diocese of Lorne.", 0.6, 0.5)]
+    assert answer_by_rules(q, units, THRESHOLD)["answer"] == "Catholic Diocese of Lorne"
+    q = "Which song kept the single from the top of the charts?"
+    units = [unit("u1", "Mercer Hill kept it off the top with The Long Road Song for two weeks.", 0.6, 0.5)]
+    assert answer_by_rules(q, units, THRESHOLD)["answer"] == "The Long Road Song"
+
+
 def test_a_which_year_question_is_answered_from_a_rows_year_columns():
     # TAT-QA asks which year a row's value is largest, past a threshold, or which years it covers.
     row = unit("r1", "Table 1: column 1: Service cost; Year Ended May 31, 2019: 1,700; 2018: 1,500; 2017: 1,900", 0.6, 0.6, kind="row")

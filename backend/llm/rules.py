@@ -356,6 +356,26 @@ def _first_new(pattern: re.Pattern, text: str, q_tokens: set[str]) -> str | None
     return None
 
 
+KIND_RE = re.compile(r"\b(?:which|what)\s+((?:[\w'’-]+\s+){0,2}[\w'’-]+)", re.I)
+
+
+def _of_kind(text: str, question: str, q_tokens: set[str]) -> str | None:
+    """A name whose head is the kind the question asks for: "Which Catholic diocese ..." is
+    answered by "Diocese of Wichita", not by "Kapaun Mt. Carmel Catholic High School" before it.
+    The head is a name's word before its first "of", else its last word; the kind is any of the three
+    words after which/what."""
+    m = KIND_RE.search(question)
+    if m is None:
+        return None
+    kind = content_tokens(m.group(1)) - QUESTION_WORDS
+    for n in ENTITY_RE.finditer(text):
+        words = n.group(0).rstrip(".,;:").split()
+        head = words[words.index("of") - 1] if "of" in words[1:] else words[-1]
+        if content_tokens(head) & kind and not content_tokens(n.group(0)) <= q_tokens:
+            return _first_new(ENTITY_RE, n.group(0), q_tokens)
+    return None
+
+
 def type_fit(qtype: str, e: dict[str, Any], question: str, q_tokens: set[str]) -> tuple[float, str | None]:
     """How well a unit holds what the question asks for (0: not at all), and the short answer in it."""
     text = e["text"]
@@ -387,7 +407,7 @@ def type_fit(qtype: str, e: dict[str, Any], question: str, q_tokens: set[str]) -
         value = _first_new(NAME_RE, text, q_tokens)
         return (0.5, value) if value else (0.0, None)
     if qtype == "entity":
-        value = _first_new(ENTITY_RE, text, q_tokens)
+        value = _of_kind(text, question, q_tokens) or _first_new(ENTITY_RE, text, q_tokens)
         return (1.0, value) if value else (0.0, None)
     if qtype == "person":  # "approved by the Board of Directors", else any name
         value = _first_new(BY_NAME_RE, text, q_tokens) or _first_new(NAME_RE, text, q_tokens)
