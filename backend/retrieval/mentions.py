@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 WORD = re.compile(r"\w+", re.UNICODE)
 QUALIFIER = re.compile(r"\s*\([^()]*\)\s*$")
+ARTICLE = re.compile(r"^the\s+", re.I)
 MAX_TITLE_WORDS = 8  # longer titles (a paper's full title) are not written out in running text
 MIN_SINGLE_WORD_CHARS = 5  # a one-word title ("Paris", "Nokia") must be at least this long
 
@@ -78,7 +79,10 @@ def _title_forms(title: str) -> dict[tuple[str, ...], tuple[str, ...] | None]:
     forms: dict[tuple[str, ...], tuple[str, ...] | None] = {}
     bare = QUALIFIER.sub("", title)
     name, _, qualifier = bare.partition(",")
-    for form, needs in ((title, None), (bare, None), (name, tuple(w.lower() for w in WORD.findall(qualifier)) or None)):
+    candidates = [(title, None), (bare, None), (name, tuple(w.lower() for w in WORD.findall(qualifier)) or None)]
+    if ARTICLE.match(bare):  # running text writes "the Beatles" for "The Beatles"
+        candidates.append((ARTICLE.sub("", bare), None))
+    for form, needs in candidates:
         words = tuple(w.lower() for w in WORD.findall(form))
         if not words or len(words) > MAX_TITLE_WORDS:
             continue

@@ -68,3 +68,12 @@ def test_mentions_group_the_homonyms_one_name_gives():
     assert [set(g) for g in groups] == [{"div", "div2"}, {"marion"}, {"nokia"}]
     assert index.mentioned(text) == [d for g in groups for d in g]
     assert index.mentions(text, exclude="div") == [("div2",), ("marion",), ("nokia",)]
+
+
+def test_a_title_that_opens_with_the_is_named_with_a_lower_case_article():
+    """Running text and questions write "the Beatles" and "the Young Ones" for the pages "The
+    Beatles" and "The Young Ones (TV series)"; the title as written still counts."""
+    index = build_title_index({"beatles": "The Beatles", "ones": "The Young Ones (TV series)", "who": "The Who"})
+    assert index.mentioned("He toured with the Beatles and wrote for the Young Ones.") == ["beatles", "ones"]
+    assert index.mentioned("The Beatles split in 1970.") == ["beatles"]
+    assert index.mentioned("Who wrote it?") == [], "a one-word rest shorter than a title may be stays out"
