@@ -214,9 +214,10 @@ def bridge_entities(subtask: str, unit: dict[str, Any], limit: int = 5) -> list[
     by how much of the subtask the sentence around it covers.
 
     A name is the subtask's own, and skipped, when it is the subtask's named entity written another
-    way (`_subjects_own`). A name that carries the subtask's other words ("Bishop Gorman High School" for "the
-    community where X's high school is located", "Richmond River" for "the river the town is on")
-    names the kind of thing the subtask asks about: it is what the hop is looking for."""
+    way (`_subjects_own`). A name that carries the subtask's other words ("Bishop Gorman High
+    School" for "the community where X's high school is located", "Richmond River" for "the river
+    the town is on") names the kind of thing the subtask asks about: it is what the hop is looking
+    for."""
     tokens, spans = query_terms(subtask)
     known = set().union(*spans)
     asked = {t for t in tokens - known if not t.isdigit()}  # the subtask's kinds and relations
@@ -224,7 +225,8 @@ def bridge_entities(subtask: str, unit: dict[str, Any], limit: int = 5) -> list[
     text = unit.get("text", "")
     sentences = SENTENCE_RE.split(text) or [text]
     links = [t for t in unit.get("links", []) if t]
-    scored: list[tuple[bool, float, int, int, int, str]] = []  # (not of the kind asked, -score, -near, -subject, first offset, name)
+    # (not of the kind asked, -score, -near, -subject, first offset, name)
+    scored: list[tuple[bool, float, int, int, int, str]] = []
     seen: set[str] = set()
     title = unit.get("title", "")
     first_names: list[str] = []
@@ -257,7 +259,9 @@ def bridge_entities(subtask: str, unit: dict[str, Any], limit: int = 5) -> list[
         near = len(beside & (tokens - known))
         score = overlap + (0.5 if linked else 0.0) + (0.15 if len(name.split()) > 1 else 0.0) - 0.3 * bool(toks & known)
         scored.append((not toks & asked, -score, -near, -subject, first if first >= 0 else len(text), name))
-    scored.sort()  # the kind asked about first, then by score, the subtask's words beside it, the subject's sentence, first occurrence
+    # The kind asked about first, then by score, the subtask's words beside it, the subject's
+    # sentence, the first occurrence.
+    scored.sort()
     return (first_names + [name for *_, name in scored])[:limit]
 
 
