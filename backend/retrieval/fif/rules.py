@@ -211,7 +211,7 @@ def bridge_entities(subtask: str, unit: dict[str, Any], limit: int = 5) -> list[
     The unit's own page title comes first when the subtask does not name it (the page is then
     what the subtask describes: "the youngest daughter of X" finds her page); then the titles of
     the documents the unit links to (they are navigable) and other capitalised names, each ranked
-    by how much of the subtask the sentence around it covers.
+    by how much of what the subtask asks the sentence around it holds (its relation and kind words).
 
     A name is the subtask's own, and skipped, when it is the subtask's named entity written another
     way (`_subjects_own`). A name that carries the subtask's other words ("Bishop Gorman High
