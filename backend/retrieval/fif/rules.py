@@ -201,8 +201,7 @@ def _subjects_own(name: str, toks: set[str], known: set[str]) -> bool:
     Cunningham", "the daughter of Randall Cunningham") is another entity."""
     if toks <= known:
         return True
-    head = content_tokens(name.split()[0]) if name.split() else set()
-    return bool(head & known) and len(toks & known) * 2 >= len(toks)
+    return bool(content_tokens(name.split()[0]) & known) and len(toks & known) * 2 >= len(toks)
 
 
 def bridge_entities(subtask: str, unit: dict[str, Any], limit: int = 5) -> list[str]:
@@ -267,7 +266,7 @@ def bridge_entities(subtask: str, unit: dict[str, Any], limit: int = 5) -> list[
 
 def _words_of(text: str, keep: set[str]) -> str:
     """The words of a text whose tokens are in `keep`, in order (a rewritten, shorter subtask)."""
-    out = [w for w in re.findall(r"[\w'’\-]+", text) if content_tokens(w) & keep]
+    out = [w for w in WORD_RE.findall(text) if content_tokens(w) & keep]
     return " ".join(dict.fromkeys(out))
 
 
