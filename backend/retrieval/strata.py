@@ -89,6 +89,8 @@ RRF_K = 10
 FLAT_ENTITY_WEIGHT = 0.3
 # It matches entities to the whole question, as MMGraphRAG did before it matched them to the names the
 # question writes: with the names, strata's dev-hotpot-pdf tune R@5 falls 0.911 -> 0.885 (tatqa 0.908 either way).
+# Nor does it add MMGraphRAG's own-page term: strata's named ranking finds the pages a question names,
+# and with the term too its dev-hotpot-pdf tune R@5 falls 0.932 -> 0.901 (tatqa 0.908 either way).
 
 
 def spread_over_documents(corpus, ranked: list[ScoredNode], per_doc: int) -> list[ScoredNode]:
@@ -246,7 +248,7 @@ class StrataRetriever(Retriever):
         kw = {"sub_encoder": self.sub_encoder, "llm": self.llm, "scores": sc}
         entity_flat = mean_pages(corpus) <= p.short_doc_pages
         flat_cls, flat_weight = (MMGraphRetriever, 2.0) if entity_flat else (HybridRetriever, 1.0)
-        flat_params = {"entity_weight": FLAT_ENTITY_WEIGHT, "damp_mentions": 0, "by_names": 0} if entity_flat else {}
+        flat_params = {"entity_weight": FLAT_ENTITY_WEIGHT, "damp_mentions": 0, "by_names": 0, "homes": 0} if entity_flat else {}
         routed = HiKEYRetriever(corpus, self.encoder, self.settings, **kw).retrieve(query, 3 * k, {}, trace)
         flat_trace = Trace(method=flat_cls.name)
         flat = flat_cls(corpus, self.encoder, self.settings, **kw).retrieve(query, 3 * k, flat_params, flat_trace)

@@ -39,16 +39,18 @@ def _id(*parts: str) -> str:
     return hashlib.sha1("/".join(parts).encode()).hexdigest()[:12]
 
 
-def build_corpus(service, docs: dict[str, list[str]], *, with_entities: bool = True, titles: dict[str, str] | None = None) -> Corpus:
+def build_corpus(service, docs: dict[str, list[str]], *, with_entities: bool = True, titles: dict[str, str] | None = None,
+                 pages: dict[str, int] | None = None) -> Corpus:
     """docs: file name -> paragraphs (each split into sentences); entities by the rules extractor,
-    encoded as at ingest (name + description in the subcomponent space)."""
+    encoded as at ingest (name + description in the subcomponent space); pages: a document's page
+    count where it is not 1."""
     documents, sections, nodes, edges = [], [], [], []
     text_ids, text_texts, sub_ids, sub_texts = [], [], [], []
     for name, paragraphs in docs.items():
         doc_id = _id(name)
         title = (titles or {}).get(name) or name.removesuffix(".pdf").replace("_", " ")
         documents.append(Document(
-            id=doc_id, file_name=name, title=title, pages=1, sha256=_id(name, "sha"), bytes=1, card=title,
+            id=doc_id, file_name=name, title=title, pages=(pages or {}).get(name, 1), sha256=_id(name, "sha"), bytes=1, card=title,
             hierarchy_source="flat", page_sizes=[(612.0, 792.0)],
         ))
         sec_id = f"{doc_id}:s0"
@@ -315,3 +317,90 @@ def test_followed_edges_keep_each_edge_once_with_its_best_score_and_order_as_the
     order = np.array([3, 2, 0, 1])  # node rows of the reached entities, in their order
     assert set(map(tuple, followed.pairs(order).tolist())) == {(2, 3), (1, 2), (0, 0)}
     assert Followed.of([]).best(table, 5) == [] and Followed.of([]).pairs(order).shape == (0, 2)
+
+
+PAGES = {
+    "DISCLOSE_Act.pdf": ["The DISCLOSE Act was a bill introduced in the U.S. House of Representatives by Chris Van Hollen on "
+                         "April 29, 2010. It would have amended campaign finance law."],
+    "Chris_Van_Hollen.pdf": ["Chris Van Hollen is an American politician serving as the junior United States Senator from "
+                             "Maryland since 2017."],
+    "Darlings_Waterfront_Pavilion.pdf": ["Darling's Waterfront Pavilion is an open-air amphitheatre located in Bangor, Maine."],
+    "Bangor_Maine.pdf": ["Bangor is a city in the U.S. state of Maine, known as the Queen City."],
+    "Maine.pdf": ["Maine is the northernmost state in New England."],
+    "Senate_Careers.pdf": ["Many a political position is held by a senator before another political position."],
+    "Political_Offices.pdf": ["Other political positions include governor, mayor and member of the House."],
+    "Nicknames.pdf": ["The nickname of a city is often given by its residents, such as the Windy City."],
+}
+PAGE_TITLES = {"Bangor_Maine.pdf": "Bangor, Maine", "Darlings_Waterfront_Pavilion.pdf": "Darling's Waterfront Pavilion"}
+INTRODUCED = "What other political position did the person who introduced the DISCLOSE Act hold?"
+
+
+@pytest.fixture(scope="module")
+def pages(service) -> Corpus:
+    return build_corpus(service, PAGES, titles=PAGE_TITLES)
+
+
+def _rank(corpus, hits, file_name) -> int:
+    return _docs(corpus, hits).index(file_name)
+
+
+def test_the_page_of_the_matched_entity_names_whom_no_extracted_relation_reaches(service, pages):
+    """The DISCLOSE Act's page names Chris Van Hollen, but the rules extractor relates him to the
+    House, not to the act: only the act's own page reaches him, and then his own page is lifted."""
+    act, him = _entity(pages, "DISCLOSE Act"), _entity(pages, "Chris Van Hollen")
+    assert him not in {other for _e, other in pages.neighbours(act, (EdgeKind.RELATION,))}
+    plain, _ = _run(service, pages, "mmgraph", top_k=len(PAGES), params={"homes": 0}, query=INTRODUCED)
+    hits, trace = _run(service, pages, "mmgraph", top_k=len(PAGES), query=INTRODUCED)
+    assert trace.params["homes"] == 0.3
+    assert _rank(pages, hits, "Chris_Van_Hollen.pdf") < _rank(pages, plain, "Chris_Van_Hollen.pdf")
+    him_hit = hits[_rank(pages, hits, "Chris_Van_Hollen.pdf")]
+    before = plain[_rank(pages, plain, "Chris_Van_Hollen.pdf")]
+    step = next(s for s in trace.steps if isinstance(s, EntityStep))
+    assert step.entities[0].name == "DISCLOSE Act" and step.entities[0].score == 1.0
+    # His own page gets 0.3 * DECAY * the act's match, on top of what it had.
+    assert him_hit.score - before.score == pytest.approx(0.3 * 0.8 * 1.0, abs=2e-6)
+    why = him_hit.why
+    assert why.endswith("the page of Chris Van Hollen (named on the page of DISCLOSE Act)"), why
+    note = next(n for n in trace.notes if n.startswith("Own pages of the reached entities"))
+    assert note.index("DISCLOSE Act (1.00)") < note.index("Chris Van Hollen (0.80)"), note
+    # Without the term nothing says "the page of".
+    assert not any("the page of" in h.why for h in plain)
+
+
+def test_a_name_before_its_qualifier_is_that_page_only_while_the_qualifier_is_reached_too(pages):
+    """"Bangor" alone is no hop to "Bangor, Maine" (mentions.py asks for the qualifier written
+    beside it); reached with Maine it is."""
+    import numpy as np
+
+    from backend.retrieval.mmgraph import entity_homes
+
+    homes = entity_homes(pages)
+    bangor, maine = (pages.nodes.rows[_entity(pages, n)] for n in ("Bangor", "Maine"))
+
+    def found(rows, values):
+        return {pages.documents[homes.doc_ids[d]].file_name: (score, pages.nodes.text_of(pages.nodes.ids[e]))
+                for score, d, e in homes.best(np.array(rows), np.array(values))}
+
+    assert found([bangor], [0.9]) == {}
+    assert found([bangor, maine], [0.9, 0.5]) == {"Bangor_Maine.pdf": (0.9, "Bangor"), "Maine.pdf": (0.5, "Maine")}
+    assert found([maine], [0.5]) == {"Maine.pdf": (0.5, "Maine")}
+
+
+def test_the_city_a_pavilion_is_in_is_reached_as_its_own_page(service, pages):
+    query = "What is the nickname of the city where Darling's Waterfront Pavilion is located?"
+    plain, _ = _run(service, pages, "mmgraph", top_k=len(PAGES), params={"homes": 0}, query=query)
+    hits, _ = _run(service, pages, "mmgraph", top_k=len(PAGES), query=query)
+    assert _rank(pages, hits, "Bangor_Maine.pdf") == 1 < _rank(pages, plain, "Bangor_Maine.pdf")
+    assert "the page of Bangor (related to Darling's Waterfront Pavilion)" in hits[1].why, hits[1].why
+
+
+def test_a_long_document_is_no_entity_s_own_page(service):
+    """A 40-page document titled "DISCLOSE Act" (a filing that names it on every page) says nothing
+    about which of its pages answers: it gets no own-page term, and its page names no one."""
+    corpus = build_corpus(service, PAGES, titles=PAGE_TITLES, pages={"DISCLOSE_Act.pdf": 40})
+    plain, _ = _run(service, corpus, "mmgraph", top_k=len(PAGES), params={"homes": 0}, query=INTRODUCED)
+    hits, trace = _run(service, corpus, "mmgraph", top_k=len(PAGES), query=INTRODUCED)
+    act = next(h for h in hits if _docs(corpus, [h]) == ["DISCLOSE_Act.pdf"])
+    assert "the page of" not in act.why
+    assert not any("named on the page of" in h.why for h in hits)
+    assert act.score == next(h.score for h in plain if h.node_id == act.node_id)
