@@ -201,6 +201,43 @@ def test_generate_asks_about_new_entities_only():
     assert len(generate({"question": QUESTION, "facts": [FILM_FACT], "asked": [], "n": 1})["queries"]) == 1
 
 
+def test_a_name_with_its_own_page_is_asked_about_first():
+    """St. Louis is named after Maren Oduya and scores below her, but it is a page of the
+    knowledge base (the retriever hands its title in with the fact): it is asked about first, by
+    its name without the qualifier."""
+    fact = {**FILM_FACT, "pages": ["St. Louis (city)"]}
+    assert bridge_terms([fact], QUESTION)[:2] == ["St. Louis", "Maren Oduya"]
+    out = generate({"question": QUESTION, "records": ["r"], "facts": [fact], "asked": [QUESTION], "n": 1})
+    assert out["queries"] == ["St. Louis director born"]
+    assert expand({"question": QUESTION, "record": "", "facts": [fact]})["query"] == f"{QUESTION} St. Louis Maren Oduya"
+    # A page the question already names is no bridge.
+    assert bridge_terms([{**FILM_FACT, "pages": ["Glass Harbor (film)"]}], QUESTION)[0] == "Maren Oduya"
+
+
+def test_the_facts_carry_the_other_pages_they_name_into_the_prompts(film_corpus, service):
+    """The film's sentence names Maren Oduya, whose page is in the corpus, and Glass Harbor, its
+    own page's title: the generate payload's fact carries her page only, and an LLM's prompt
+    lists it."""
+    from backend.retrieval.mirag.tasks import GENERATE
+
+    class Recording(RulesBackend):
+        def __init__(self):
+            super().__init__()
+            self.payloads = []
+
+        def run(self, task, payload):
+            self.payloads.append((task.name, payload))
+            return super().run(task, payload)
+
+    llm = Recording()
+    retriever = MIRAGRetriever(film_corpus, service.encoder, service.settings, sub_encoder=service.encoders.sub, llm=llm)
+    retriever.retrieve(QUESTION, 5, dict(SMALL), Trace(method="mirag"))
+    payload = next(p for name, p in llm.payloads if name == "mirag_generate")
+    film_fact = next(f for f in payload.facts if "directed by Maren Oduya" in f.text)
+    assert film_fact.pages == ["Maren Oduya"]
+    assert "Pages of the knowledge base these facts name: Maren Oduya" in GENERATE.prompt(payload)
+
+
 def test_record_cites_one_fresh_sentence_per_unit_first():
     knowledge = [
         {"id": "a", "sentences": [{"id": "a.0", "text": "A zero.", "score": 0.9}, {"id": "a.1", "text": "A one.", "score": 0.8}]},

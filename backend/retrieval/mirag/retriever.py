@@ -10,7 +10,8 @@ later iteration
      that text score and the text-to-image score, the paper's multimodal similarity),
      taking up to text_k paragraphs and image_k figures/tables per query (the paper: 20 and 10),
   4. writes a reasoning record of the newly found knowledge (prompt 4, mirag_record): its best
-     sentences, cited by id.
+     sentences, cited by id, each with the titles of the other pages it names (mentions.py's
+     title index), which the next expansion and follow-ups ask about first.
 The final ranking fuses every query's list of every iteration by weighted reciprocal rank.
 Each iteration is one IterationStep in the trace; the fusion is a FuseStep.
 
@@ -33,6 +34,7 @@ from backend.index.image import note_figures_as_text, visual_component_scores
 from backend.index.lexical import tokenize
 from backend.llm.text import QUESTION_WORDS
 from backend.retrieval.base import Retriever, StrategyParams, param, register
+from backend.retrieval.mentions import title_index
 from backend.retrieval.mirag.tasks import (
     EXPAND,
     GENERATE,
@@ -115,7 +117,7 @@ class MIRAGRetriever(Retriever):
         searched: list[QueryHits] = []
         asked: list[str] = []
         records: list[str] = []
-        facts: list[dict[str, str]] = []  # the latest record's facts: {id, text}
+        facts: list[dict[str, Any]] = []  # the latest record's facts: {id, text, pages}
         known: list[str] = []  # every fact id cited so far
         recorded: set[str] = set()  # units handed to a record so far
         for iteration in range(1, n_iter + 1):
@@ -168,7 +170,7 @@ class MIRAGRetriever(Retriever):
     # ---------------------------------------------------------------- the multi-query
 
     def _next_queries(
-        self, question: str, records: list[str], facts: list[dict[str, str]], asked: list[str], n_queries: int
+        self, question: str, records: list[str], facts: list[dict[str, Any]], asked: list[str], n_queries: int
     ) -> list[tuple[str, float, str]]:
         """The expansion and the generated follow-ups not searched yet: (query, weight, label)."""
         expanded = self.llm.run(EXPAND, ExpandPayload(question=question, record=records[-1], facts=facts))
@@ -214,8 +216,9 @@ class MIRAGRetriever(Retriever):
 
     def _record(
         self, question: str, queries: list[str], found: list[ScoredNode], known: list[str], max_facts: int
-    ) -> tuple[str, list[dict[str, str]]]:
-        """The record of this iteration's best units and its facts ({id, text}, best first)."""
+    ) -> tuple[str, list[dict[str, Any]]]:
+        """The record of this iteration's best units and its facts ({id, text, pages}, best first):
+        pages, the titles of the other documents the fact names (mentions.py)."""
         knowledge = self._knowledge(question, queries, found)
         images = []
         if self.corpus.root is not None:
@@ -225,10 +228,12 @@ class MIRAGRetriever(Retriever):
                                 images=images[:4])
         out = self.llm.run(RECORD, payload)
         facts = []
+        titles = title_index(self.corpus)
         for fact_id in out.facts:
             node = self.corpus.nodes.get(fact_id)
             if node is not None and all(f["id"] != node.id for f in facts):
-                facts.append({"id": node.id, "text": node.text})
+                pages = [self.corpus.documents[d].title for d in titles.mentioned(node.text, exclude=node.doc)]
+                facts.append({"id": node.id, "text": node.text, "pages": pages})
         return out.record, facts
 
     def _knowledge(self, question: str, queries: list[str], found: list[ScoredNode]) -> list[KnowledgeUnit]:

@@ -12,6 +12,11 @@ retriever hands in.
 - mirag_generate (prompt 3, "two follow-up questions ... for additional information"): one
   query per bridge term not searched yet, made of the term and the words of the question the
   fact it came from does not cover ("Maren Oduya born").
+Bridge terms that are the titles of knowledge-base pages a fact names (the retriever finds them
+with mentions.py's title index and hands them in with the fact) come first, then the rest by
+score: a follow-up that names a page finds it, while a capitalised run may be a date, a nation or a
+piece of a name. Dev-hotpot-pdf tune R@5 0.870 -> 0.885, probe composed 0.776 -> 0.812
+(bench/RESULTS.md, twenty-first session).
 
 What it does not do: paraphrase, answer the question (the reader does), or use any knowledge
 that is not in the facts.
@@ -31,6 +36,7 @@ MAX_EXPANSION_TERMS = 3
 NAME_SPAN_RE = re.compile(
     r"[A-Z][\w'’.&-]*(?:\s+(?:(?:of|de|da|di|del|der|van|von|la|le|du|y|bin)\s+)*[A-Z0-9][\w'’.&-]*)*"
 )
+QUALIFIER_RE = re.compile(r"\s*\([^()]*\)\s*$")  # "Kiss and Tell (1945 film)" is written "Kiss and Tell"
 QUOTED_RE = re.compile(r"[\"“]([^\"”]{2,80})[\"”]")
 SENTENCE_END_RE = re.compile(r"(?<=[a-z0-9])(?<!\bSt)(?<!\bDr)(?<!\bMt)(?<!\bJr)(?<!\bSr)(?<!\bMr)(?<!\bMs)\.\s+")
 ADJECTIVE_RE = re.compile(r"^[A-Z][a-z]+(?:ian|an|ese|ish|ch|ic|i)$")
@@ -87,15 +93,19 @@ def candidate_terms(text: str) -> list[str]:
 
 def bridge_terms(facts: list[dict[str, Any]], question: str, exclude: list[str] | tuple[str, ...] = ()) -> list[str]:
     """Terms of the facts (best first) that the question and `exclude` do not already contain,
-    best first: a term scores by the rank of the facts that name it, multi-word names twice."""
+    best first: the pages the facts name (their titles without a trailing qualifier), then the
+    rest; each group by score: a term scores by the rank of the facts that name it, multi-word
+    names twice."""
     known = set(_tokens(question))
     for text in exclude:
         known |= _tokens(text)
     scores: dict[str, float] = {}
     first_seen: dict[str, int] = {}
     spelled: dict[str, str] = {}
+    paged: set[str] = set()
     for rank, fact in enumerate(facts):
-        for term in candidate_terms(fact.get("text", "")):
+        pages = [QUALIFIER_RE.sub("", page).strip() for page in fact.get("pages", [])]
+        for term in [*pages, *candidate_terms(fact.get("text", ""))]:
             tokens = _tokens(term)
             if not tokens or tokens <= known:
                 continue
@@ -104,7 +114,9 @@ def bridge_terms(facts: list[dict[str, Any]], question: str, exclude: list[str] 
             scores[key] = scores.get(key, 0.0) + weight
             first_seen.setdefault(key, len(first_seen))
             spelled.setdefault(key, term)
-    ranked = sorted(scores, key=lambda k: (-scores[k], first_seen[k]))
+            if term in pages:
+                paged.add(key)
+    ranked = sorted(scores, key=lambda k: (k not in paged, -scores[k], first_seen[k]))
     # A term inside a better one ("Oduya" in "Maren Oduya") adds nothing.
     out: list[str] = []
     for key in ranked:

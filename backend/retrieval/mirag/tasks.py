@@ -49,6 +49,7 @@ class Fact(TaskPayload):
 
     id: str
     text: str
+    pages: list[str] = Field(default_factory=list, description="Titles of the knowledge base's pages the fact names.")
 
 
 class ScoredSentence(TaskPayload):
@@ -118,13 +119,19 @@ def _record_prompt(p: RecordPayload) -> str:
     return RECORD_PROMPT.format(question=p.question, knowledge="\n".join(lines) or "(nothing found)")
 
 
+def _with_pages(record: str, facts: list[Fact]) -> str:
+    """The record, and the knowledge base's pages its facts name (a follow-up that names one finds it)."""
+    pages = list(dict.fromkeys(page for f in facts for page in f.pages))
+    return f"{record}\nPages of the knowledge base these facts name: {'; '.join(pages)}" if pages else record
+
+
 EXPAND: LLMTask[ExpandPayload, ExpandAnswer] = LLMTask(
-    name="mirag_expand", prompt=lambda p: EXPAND_PROMPT.format(question=p.question, reasoning_record=p.record),
+    name="mirag_expand", prompt=lambda p: EXPAND_PROMPT.format(question=p.question, reasoning_record=_with_pages(p.record, p.facts)),
     payload=ExpandPayload, answer=ExpandAnswer, rules=_dict_rules(rules.expand, ExpandAnswer), schema=EXPAND_SCHEMA,
 )
 GENERATE: LLMTask[GeneratePayload, GenerateAnswer] = LLMTask(
     name="mirag_generate",
-    prompt=lambda p: GENERATE_PROMPT.format(question=p.question, reasoning_records="\n".join(p.records), n=p.n),
+    prompt=lambda p: GENERATE_PROMPT.format(question=p.question, reasoning_records=_with_pages("\n".join(p.records), p.facts), n=p.n),
     payload=GeneratePayload, answer=GenerateAnswer, rules=_dict_rules(rules.generate, GenerateAnswer), schema=GENERATE_SCHEMA,
 )
 RECORD: LLMTask[RecordPayload, RecordAnswer] = LLMTask(
