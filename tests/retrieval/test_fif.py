@@ -52,9 +52,13 @@ NEAR_MISS_DOCS: dict[str, tuple[str, list[str], list[tuple[str, str]]]] = {
         [("poster", "Blue_Canal_Poster.pdf")],
     ),
     "Blue_Canal_Poster.pdf": ("Blue Canal Poster", ["The poster of the thriller was drawn by the brother of Ivo Brandt."], []),
-    "Ivo_Brandt.pdf": ("Ivo Brandt", ["Ivo Brandt is a Danish director. He was born in the town of Kestrel in 1931."], []),
+    # Titled with his middle initial: the film's page names him "Ivo Brandt", which is no title, so
+    # his page is no neighbour of the film's (NAMED_DIRECTOR_DOCS titles him as the film names him).
+    "Ivo_Brandt.pdf": ("Ivo K. Brandt", ["Ivo K. Brandt is a Danish director. He was born in the town of Kestrel in 1931."], []),
     "Green_Canal.pdf": ("Green Canal", ["Green Canal is a 1980 comedy film about two sailors."], []),
 }
+NAMED_DIRECTOR_DOCS = {**NEAR_MISS_DOCS, "Ivo_Brandt.pdf": (
+    "Ivo Brandt", ["Ivo Brandt is a Danish director. He was born in the town of Kestrel in 1931."], [])}
 NEAR_MISS_QUESTION = "Where was the director of the film Blue Canal born?"
 NEAR_MISS_PLAN = [{"text": "the director of the film Blue Canal", "depends_on": []},
                   {"text": "Where was the director born", "depends_on": [0]}]
@@ -95,6 +99,11 @@ def trap(service, strata_settings, tmp_path_factory):
 @pytest.fixture(scope="module")
 def near_miss(service, strata_settings, tmp_path_factory):
     return _ingest(service, strata_settings, tmp_path_factory, "fif_near_miss", NEAR_MISS_DOCS)
+
+
+@pytest.fixture(scope="module")
+def named_director(service, strata_settings, tmp_path_factory):
+    return _ingest(service, strata_settings, tmp_path_factory, "fif_named_director", NAMED_DIRECTOR_DOCS)
 
 
 def _scripted(plan: list[dict[str, Any]] | None = None) -> ScriptedLLM:
@@ -164,6 +173,24 @@ def test_a_near_miss_keeps_the_entity_and_escalates_local_to_global(service, nea
     assert _rung(wide) == ("global", 0, "none") and wide.subquery == local.subquery == "Where was Ivo Brandt born"
     assert _doc(near_miss, wide.found[0].node_id) == "Ivo_Brandt.pdf"
     assert {_doc(near_miss, h.node_id) for h in hits[:2]} == {"Blue_Canal.pdf", "Ivo_Brandt.pdf"}
+
+
+def test_a_page_the_first_hop_names_without_a_link_is_a_local_neighbour(service, named_director):
+    """The film's page carries no link to its director's, but its text names his page's title:
+    the local hop reaches him (mentions.py), with no escalation to a global search."""
+    from backend.retrieval.fif.memory import DocumentRowMaps
+
+    view = DocumentRowMaps(named_director)
+    film = next(d for d, doc in named_director.documents.items() if doc.file_name == "Blue_Canal.pdf")
+    assert {named_director.documents[d].file_name for d in view.neighbours(film)} == {"Blue_Canal_Poster.pdf", "Ivo_Brandt.pdf"}
+    paragraph = next(c for c in named_director.components_by_doc[film] if "directed by" in named_director.nodes.text_of(c))
+    assert view.links_of(paragraph) == ["Blue Canal Poster", "Ivo Brandt"]  # the link annotation, then the named page
+    hits, trace = _run(service, named_director, NEAR_MISS_QUESTION, TIGHT, _scripted(NEAR_MISS_PLAN))
+    steps = [s for s in _agent(trace) if s.action == "traverse"]
+    assert [s.outcome for s in steps] == ["success", "success"]
+    assert _rung(steps[1]) == ("local", 0, "none") and steps[1].subquery == "Where was Ivo Brandt born"
+    assert "Ivo_Brandt.pdf" in [_doc(named_director, f.node_id) for f in steps[1].found]
+    assert {_doc(named_director, h.node_id) for h in hits[:2]} == {"Blue_Canal.pdf", "Ivo_Brandt.pdf"}
 
 
 def test_escalation_follows_the_cost_ladder(service, trap):

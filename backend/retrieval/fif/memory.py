@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from backend.retrieval.base import StrategyParams, param
+from backend.retrieval.mentions import title_index
 from backend.retrieval.scoring import SparseColumn
 from backend.retrieval.fif.tasks import EvidenceNote, PlanRecord, RouteModes, TraverseRecord
 from backend.types import EdgeKind, ScoredNode, Strategy, SubQuery
@@ -65,26 +66,33 @@ class DocumentRowMaps:
         self._neighbours: dict[str, list[str]] = {}
 
     def neighbours(self, doc_id: str) -> list[str]:
-        """Documents the document's components link to, then documents linking to it."""
+        """Documents the document's components lead to (`leads_to`), then documents linking to it."""
         cached = self._neighbours.get(doc_id)
         if cached is not None:
             return cached
         corpus = self.corpus
         out: list[str] = []
         for comp in corpus.components_by_doc.get(doc_id, []):
-            out += [self._doc_of(e.dst) for e in corpus.edges.out_of(comp, (EdgeKind.LINK,))]
+            out += self.leads_to(comp)
         out += [e.dst for e in corpus.edges.out_of(doc_id, (EdgeKind.DOC_LINK,))]
         out += [self._doc_of(e.src) for e in corpus.edges.into(doc_id, (EdgeKind.DOC_LINK, EdgeKind.LINK))]
         result = [d for d in dict.fromkeys(out) if d and d != doc_id and d in self.doc_row]
         self._neighbours[doc_id] = result
         return result
 
-    def links_of(self, comp_id: str) -> list[str]:
-        """Titles of the other documents a component links to."""
+    def leads_to(self, comp_id: str) -> list[str]:
+        """The other documents a component links to, then those whose title its text names without
+        a link (mentions.py): a page that names another is a hop to it whether or not the PDF
+        carries the link annotation."""
         corpus = self.corpus
         own = corpus.nodes.doc_of(comp_id)
         docs = dict.fromkeys(self._doc_of(e.dst) for e in corpus.edges.out_of(comp_id, (EdgeKind.LINK,)))
-        return [corpus.documents[d].title for d in docs if d in corpus.documents and d != own]
+        docs.update(dict.fromkeys(title_index(corpus).mentioned(corpus.nodes.text_of(comp_id), exclude=own)))
+        return [d for d in docs if d in corpus.documents and d != own]
+
+    def links_of(self, comp_id: str) -> list[str]:
+        """Titles of the other documents a component leads to (`leads_to`)."""
+        return [self.corpus.documents[d].title for d in self.leads_to(comp_id)]
 
     def _doc_of(self, node_id: str) -> str:
         nodes = self.corpus.nodes
