@@ -1,0 +1,67 @@
+"""Every parameter of every retrieval method, as the code defines it now (issue 10: RESULTS.md
+says which knobs exist and where they were set).
+
+    python bench/knobs.py            # a markdown table, one row per parameter
+
+Read from the methods' typed parameter models (backend/retrieval/base.py), so the table cannot
+drift from the code: the default under default Settings, the Settings path a default comes from,
+the defaults a measured corpus property switches to (traits.py: separate documents, short
+separate documents, a template corpus's dense-only alpha), and the parameter's own description,
+which says where its value was set. Module constants that are not parameters are not listed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from backend.config import Settings  # noqa: E402
+from backend.retrieval import base  # noqa: E402
+
+
+def _switches(method: type[base.Retriever], name: str) -> str:
+    """The corpus properties that change this parameter's default, as text."""
+    out = []
+    if name in method.separate_defaults:
+        out.append(f"separate documents: {method.separate_defaults[name]}")
+    if name in method.separate_short_defaults:
+        out.append(f"short separate documents: {method.separate_short_defaults[name]}")
+    if name == "alpha" and method.template_alpha:
+        out.append("template corpus: 0 (dense)")
+    return "; ".join(out)
+
+
+def rows(settings: Settings | None = None) -> list[tuple[str, str, str, str, str, str]]:
+    """(method, parameter, default, setting, corpus switches, description) for every parameter."""
+    settings = settings or Settings()
+    out = []
+    for name in base.method_names():  # the menu order
+        method = base.get_retriever_class(name)
+        defaults = method.Params.defaults(settings)
+        for field, info in method.Params.model_fields.items():
+            setting = method.Params._extra(field)["setting"] or ""  # noqa: SLF001 - the model's own field metadata
+            out.append((name, field, repr(defaults[field]), setting, _switches(method, field),
+                        " ".join((info.description or "").split())))
+    return out
+
+
+def table(settings: Settings | None = None) -> str:
+    lines = ["| method | parameter | default | setting | default on a corpus of | description (where it was set) |",
+             "|---|---|---|---|---|---|"]
+    for row in rows(settings):
+        lines.append("| " + " | ".join(cell.replace("|", "/") for cell in row) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
+    print(table())
+
+
+if __name__ == "__main__":
+    main()
