@@ -29,6 +29,7 @@ import re
 from typing import Any
 
 from backend.llm.text import QUESTION_WORDS, content_tokens
+from backend.retrieval.mentions import QUALIFIER  # "Kiss and Tell (1945 film)" is written "Kiss and Tell"
 
 MAX_EXPANSION_TERMS = 3
 # Capitalised runs, allowing lower-case particles inside names ("University of Kansas",
@@ -36,7 +37,6 @@ MAX_EXPANSION_TERMS = 3
 NAME_SPAN_RE = re.compile(
     r"[A-Z][\w'’.&-]*(?:\s+(?:(?:of|de|da|di|del|der|van|von|la|le|du|y|bin)\s+)*[A-Z0-9][\w'’.&-]*)*"
 )
-QUALIFIER_RE = re.compile(r"\s*\([^()]*\)\s*$")  # "Kiss and Tell (1945 film)" is written "Kiss and Tell"
 QUOTED_RE = re.compile(r"[\"“]([^\"”]{2,80})[\"”]")
 SENTENCE_END_RE = re.compile(r"(?<=[a-z0-9])(?<!\bSt)(?<!\bDr)(?<!\bMt)(?<!\bJr)(?<!\bSr)(?<!\bMr)(?<!\bMs)\.\s+")
 ADJECTIVE_RE = re.compile(r"^[A-Z][a-z]+(?:ian|an|ese|ish|ch|ic|i)$")
@@ -104,7 +104,7 @@ def bridge_terms(facts: list[dict[str, Any]], question: str, exclude: list[str] 
     spelled: dict[str, str] = {}
     paged: set[str] = set()
     for rank, fact in enumerate(facts):
-        pages = [QUALIFIER_RE.sub("", page).strip() for page in fact.get("pages", [])]
+        pages = [QUALIFIER.sub("", page).strip() for page in fact.get("pages", [])]
         for term in [*pages, *candidate_terms(fact.get("text", ""))]:
             tokens = _tokens(term)
             if not tokens or tokens <= known:
