@@ -5,7 +5,8 @@ It scores every subcomponent of the packed units against the question (its own c
 subcomponent space, its component's cosine in the text-encoder space, and coverage of the
 question's content words), notes which of the retriever's subqueries (when it decomposed the
 question) each one covers best, hands the best ones (and the best unit of each subquery they
-leave out) to the LLM backend's typed ANSWER task
+leave out, and for a decomposed question a few units of the bridge pages: the pages that the
+best unit of a subquery other than the asking one names by title) to the LLM backend's typed ANSWER task
 (backend/llm/answer.py), and turns the cited ids into citations with document, page, box and
 section path. Abstains ("not enough evidence") when the backend does.
 """
@@ -19,11 +20,13 @@ import numpy as np
 from backend.graph.corpus import Corpus
 from backend.llm.answer import ANSWER, AnswerPayload, EvidenceUnit
 from backend.llm.base import LLMBackend
-from backend.llm.rules import NOT_ENOUGH, QUESTION_WORDS, content_tokens
+from backend.llm.rules import NOT_ENOUGH, QUESTION_WORDS, asking_subquery, content_tokens
+from backend.retrieval.mentions import QUALIFIER, title_index
 from backend.retrieval.references import named_in, question_references, reference_words
 from backend.types import Answer, Citation, DecomposeStep, EvidencePack, Trace
 
 MAX_EVIDENCE = 8
+BRIDGE_UNITS = 3  # units of the bridge pages handed over besides the best ones
 # evidence score = weights . (subcomponent cosine, component cosine, question coverage)
 SUB_WEIGHT, COMPONENT_WEIGHT, COVERAGE_WEIGHT = 0.3, 0.3, 0.4
 
@@ -53,7 +56,7 @@ def with_each_subquery(scored: list[EvidenceUnit], n_subqueries: int) -> list[Ev
     evidence = scored[:MAX_EVIDENCE]
     if n_subqueries < 2:
         return evidence
-    extra = []
+    extra = [e for e in scored[MAX_EVIDENCE:] if e.bridge][:BRIDGE_UNITS]
     for i in range(n_subqueries):
         if any(e.subquery == i for e in evidence):
             continue
@@ -108,7 +111,32 @@ class EvidenceReader:
                     coverage=round(coverage, 4), role=unit.role, subquery=sq, sub_coverage=round(sq_cov, 4),
                 ))
         scored.sort(key=lambda e: (-e.score, e.id))
-        return scored
+        return self.on_bridge_pages(question, scored, subqueries)
+
+    def on_bridge_pages(self, question: str, scored: list[EvidenceUnit], subqueries: Sequence[str]) -> list[EvidenceUnit]:
+        """Marks the units of the bridge pages: the documents that the best unit of each subquery
+        other than the asking one names by title (mentions.py), and that the question does not name.
+        "the woman who portrayed Corliss Archer in Kiss and Tell" is best covered by Kiss and Tell's
+        "... starring Shirley Temple as Corliss Archer"; the government position she held is read
+        on Shirley Temple's page, in a sentence that shares no word with the question."""
+        asking = asking_subquery(subqueries)
+        if asking is None:
+            return scored
+        titles = title_index(self.corpus)
+        named = set(titles.mentioned(question, limit=20))
+        bridges: dict[str, str] = {}
+        for i in (i for i in range(len(subqueries)) if i != asking):
+            best = max((e for e in scored if e.subquery == i), key=lambda e: (e.sub_coverage, e.score), default=None)
+            if best is None:
+                continue
+            own = self.corpus.nodes[best.id].doc
+            for doc in titles.mentioned(best.text, exclude=own, limit=4):
+                if doc not in named:
+                    bridges.setdefault(doc, QUALIFIER.sub("", self.corpus.documents[doc].title).partition(",")[0])
+        if not bridges:
+            return scored
+        return [e.model_copy(update={"bridge": bridges[doc]}) if (doc := self.corpus.nodes[e.id].doc) in bridges else e
+                for e in scored]
 
     def read(
         self, question: str, qvecs: tuple[np.ndarray, np.ndarray], pack: EvidencePack, subqueries: Sequence[str] = ()

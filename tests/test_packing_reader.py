@@ -146,3 +146,38 @@ def test_ask_result_round_trips_through_json(service, sample_workspace):
     assert [r.rank for r in result.results] == list(range(1, len(result.results) + 1))
     assert result.pack.tokens <= result.pack.budget
     assert set(result.timings_ms) >= {"retrieve", "pack", "read", "total"}
+
+
+BRIDGE_DOCS = {
+    "Paper_Lanterns.pdf": ["Paper Lanterns is a 1951 American comedy film starring then 19-year-old Odile Marchetti as Mina "
+                           "Corvell. In the film, two sisters cause their parents much concern when they start to become "
+                           "interested in boys."],
+    "Odile_Marchetti.pdf": ["Odile Marchetti Vance (May 2, 1932 – June 8, 2011) was an American actress, singer and diplomat. "
+                            "As an adult, she was named ambassador to Iceland and later served as Chief of Protocol of the "
+                            "United States."],
+    "Mina_Corvell_Returns.pdf": ["Mina Corvell Returns is a 1953 American comedy film directed by Harlan Brisk. It is a sequel "
+                                 "to the 1951 film Paper Lanterns."],
+    "Harlan_Brisk.pdf": ["Harlan Brisk was an American film director born in Ohio."],
+}
+BRIDGE_QUESTION = "What government position was held by the woman who portrayed Mina Corvell in the film Paper Lanterns?"
+
+
+@pytest.mark.parametrize("method", ["strata", "lilac"])
+def test_a_bridge_question_is_answered_from_the_page_its_first_hop_names(service, method):
+    """The rules split the question in two; the first hop's best sentence names Odile Marchetti, and
+    the reader reads the asking subquery on her page (reader.on_bridge_pages), whose sentence about
+    the post shares no word with the question. Before, it answered "Odile Marchetti" from the film's page."""
+    from backend.query import QueryPipeline
+    from backend.reader import subqueries_of
+    from tests.fakes import build_corpus
+
+    corpus = build_corpus(service, BRIDGE_DOCS)
+    encoders = service.encoders_for(corpus.encoder_signature)
+    pipeline = QueryPipeline(corpus=corpus, llm=service.llm("rules"), count_tokens=encoders.text.count_tokens,
+                             question_vectors=lambda q: (encoders.text.encode([q])[0], encoders.sub.encode([q])[0]),
+                             reader=service.settings.reader)
+    result = pipeline.run(service.retriever(method, corpus, pipeline.llm), method, BRIDGE_QUESTION, 10, {}, 2048)
+    assert len(subqueries_of(result.trace)) == 2
+    answer = result.answer
+    assert not answer.abstained and "Marchetti" not in answer.text, answer.text
+    assert answer.citations[0].doc == "Odile_Marchetti.pdf" and "Chief of Protocol" in answer.citations[0].text

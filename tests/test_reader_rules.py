@@ -317,3 +317,37 @@ def test_the_reader_hands_over_the_best_unit_of_a_subquery_the_top_units_leave_o
     assert [e.id for e in evidence[:MAX_EVIDENCE]] == [e.id for e in scored[:MAX_EVIDENCE]]
     assert [e.id for e in evidence[MAX_EVIDENCE:]] == ["b2"]  # the asking subquery's best, by its coverage
     assert with_each_subquery(scored, 1) == scored[:MAX_EVIDENCE]  # not decomposed: the top units alone
+
+
+def test_a_bridge_page_s_unit_answers_and_the_bridge_s_own_name_is_no_answer():
+    """The first hop's sentence names the bridge ("... starring Odile Marchetti as Mina Corvell")
+    and scores best; the answer is on the bridge's own page, in a sentence sharing no word with the
+    question. The reader marks that page's units (`bridge`); the rules read them for the asking
+    subquery and do not answer with the bridge's name, even inside a longer one."""
+    q = "What government position was held by the woman who portrayed Mina Corvell in the film Paper Lanterns?"
+    evidence = [
+        unit("u1", "Paper Lanterns is a 1951 comedy film starring then 19-year-old Odile Marchetti as Mina Corvell.", 0.59, 0.5,
+             subquery=0, sub_coverage=0.71),
+        unit("u2", "Odile Marchetti Vance was an actress and diplomat who served as Chief of Protocol of the United States.",
+             0.15, 0.0, bridge="Odile Marchetti"),
+    ]
+    out = answer_by_rules(q, evidence, THRESHOLD, subqueries=2, asking=1)
+    assert out["citations"][0] == "u2" and out["answer"].startswith("Chief of Protocol"), out
+    # Unmarked, the bridge page's unit is below the threshold and shares no word: the bridge's name answers.
+    plain = [{k: v for k, v in e.items() if k != "bridge"} for e in evidence]
+    assert answer_by_rules(q, plain, THRESHOLD, subqueries=2, asking=1)["answer"] == "Odile Marchetti"
+
+
+def test_the_answer_is_read_where_the_question_s_closing_interrogative_stands():
+    """"... since what year?" is answered by the year after "since", not the first date of the
+    unit; "... approximately 65,000 what?" by the word after "65,000"; a question that opens with
+    its interrogative is read as before."""
+    q = "Seven Brief Lessons on Physics was written by an Italian physicist that has worked in France since what year?"
+    rovelli = unit("u1", "Carlo Rovelli (born 3 May 1956) is an Italian theoretical physicist who has worked in Italy, "
+                         "the United States and since 2000, in France.", 0.6, 0.5)
+    assert answer_by_rules(q, [rovelli], THRESHOLD)["answer"] == "2000"
+    q = "Works by Hanna Varis are part of a collection in a museum that houses approximately 65,000 what?"
+    museum = unit("u1", "It houses one of the largest print rooms in the world with approximately 65,000 drawings and "
+                        "approximately 1 million old master prints.", 0.6, 0.4)
+    assert answer_by_rules(q, [museum], THRESHOLD)["answer"] == "drawings"
+    assert answer_by_rules("In what year was Carlo Rovelli born?", [rovelli], THRESHOLD)["answer"] == "1956"
