@@ -14,6 +14,7 @@ what a retriever does inside (backend/retrieval/).
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,9 +27,11 @@ from backend.config import ReaderSettings, Settings
 from backend.errors import StrataError
 from backend.graph.corpus import Corpus
 from backend.llm.base import LLMBackend
+from backend.llm.text import content_tokens
 from backend.packing import TokenBudgetPacker
 from backend.reader import EvidenceReader, subqueries_of
 from backend.retrieval.base import Retriever
+from backend.retrieval.mentions import near_titles
 from backend.retrieval.names import named_first
 from backend.retrieval.references import place_references
 from backend.retrieval.traits import is_long_separate_corpus, is_template_corpus
@@ -96,6 +99,21 @@ def result_item(corpus: Corpus, rank: int, hit: ScoredNode) -> ResultItem:
     )
 
 
+def spelt_as_titles(corpus: Corpus, question: str, trace: Trace) -> str:
+    """The question with each mistyped word of a title spelt as the title writes it
+    (mentions.NearTitles: "hree Men on a Horse" -> "Three Men on a Horse"), so that every signal of a
+    structure-aware method, and the title hops, read the name the user meant. A word counts as
+    mistyped only when no unit of the corpus writes it. The trace says what was read."""
+    lexical = corpus.layers["components"].lexical
+    fixes = near_titles(corpus).corrections(question, lambda w: len(lexical.query_tokens(w)) == len(content_tokens(w)))
+    for written, titled in fixes:
+        question = re.sub(rf"(?<!\w){re.escape(written)}(?!\w)", titled, question, count=1)
+    if fixes:
+        read = ", ".join(f'"{w}" as "{t}"' for w, t in fixes)
+        trace.notes.append(f"Read {read}: the question names a title of the corpus but for that word, which no unit writes.")
+    return question
+
+
 def _ms_since(start: float) -> float:
     return round((time.perf_counter() - start) * 1000, 2)
 
@@ -121,6 +139,8 @@ class QueryPipeline:
         1.000 for the first 10 of 30)."""
         trace = Trace(method=method, llm_backend=self.llm.name)
         depth = max(top_k, self.rank_depth)
+        if retriever.follows_references:
+            question = spelt_as_titles(self.corpus, question, trace)
         hits = retriever.retrieve(question, depth, params, trace)
         if retriever.follows_references:
             if is_template_corpus(self.corpus):

@@ -8,6 +8,7 @@
 - `ScriptedModel`: a model backend whose raw replies are given in advance ("down" raises a
   connection error), to test what the guard and the answer models make of a model's text.
 - `openai_service`: a Service whose LLM is an OpenAI-compatible server at `base_url`.
+- `pipeline_for`: the query pipeline (retrieve -> pack -> read, rules reader) over a built corpus.
 - `with_approximate_layer`: a corpus whose one layer is approximate with few candidates, as a
   100k-page workspace's big layers are (most rows share the lowest score).
 
@@ -27,6 +28,7 @@ from backend.llm.rules import RulesBackend
 from backend.errors import LLMError
 from backend.llm.guard import parse_json_reply
 from backend.llm.task import A, LLMTask, P, run_on_model
+from backend.query import QueryPipeline
 from backend.service import Service
 from backend.types import Document, Edge, EdgeKind, Layer, Node, NodeKind, PendingDocLink, Section
 
@@ -203,3 +205,11 @@ def openai_service(service: Service, base_url: str, **llm) -> Service:
         "llm": s.llm.model_copy(update={"base_url": base_url, "model": "fake-model", "max_retries": 0, **llm}),
     })
     return Service(settings, encoder=service.encoder, sub_encoder=service.encoders.sub)
+
+
+def pipeline_for(service: Service, corpus: Corpus) -> QueryPipeline:
+    """The query pipeline over a built corpus, as the service makes it for a workspace (rules reader)."""
+    encoders = service.encoders_for(corpus.encoder_signature)
+    return QueryPipeline(corpus=corpus, llm=service.llm("rules"), count_tokens=encoders.text.count_tokens,
+                         question_vectors=lambda q: (encoders.text.encode([q])[0], encoders.sub.encode([q])[0]),
+                         reader=service.settings.reader)

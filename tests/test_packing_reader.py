@@ -167,15 +167,11 @@ def test_a_bridge_question_is_answered_from_the_page_its_first_hop_names(service
     """The rules split the question in two; the first hop's best sentence names Odile Marchetti, and
     the reader reads the asking subquery on her page (reader.on_bridge_pages), whose sentence about
     the post shares no word with the question. Before, it answered "Odile Marchetti" from the film's page."""
-    from backend.query import QueryPipeline
     from backend.reader import subqueries_of
-    from tests.fakes import build_corpus
+    from tests.fakes import build_corpus, pipeline_for
 
     corpus = build_corpus(service, BRIDGE_DOCS)
-    encoders = service.encoders_for(corpus.encoder_signature)
-    pipeline = QueryPipeline(corpus=corpus, llm=service.llm("rules"), count_tokens=encoders.text.count_tokens,
-                             question_vectors=lambda q: (encoders.text.encode([q])[0], encoders.sub.encode([q])[0]),
-                             reader=service.settings.reader)
+    pipeline = pipeline_for(service, corpus)
     result = pipeline.run(service.retriever(method, corpus, pipeline.llm), method, BRIDGE_QUESTION, 10, {}, 2048)
     assert len(subqueries_of(result.trace)) == 2
     answer = result.answer
