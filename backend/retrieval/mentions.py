@@ -92,6 +92,8 @@ def _title_forms(title: str) -> dict[tuple[str, ...], tuple[str, ...] | None]:
     candidates = [(title, None), (bare, None), (name, tuple(w.lower() for w in WORD.findall(qualifier)) or None)]
     if ARTICLE.match(bare):  # running text writes "the Beatles" for "The Beatles"
         candidates.append((ARTICLE.sub("", bare), None))
+    # "Faith Lutheran Middle School & High School" is written with "and" too ("&" is no word)
+    candidates += [(form.replace(" & ", " and "), needs) for form, needs in candidates if " & " in form]
     for form, needs in candidates:
         words = tuple(w.lower() for w in WORD.findall(form))
         if not words or len(words) > MAX_TITLE_WORDS:

@@ -125,3 +125,10 @@ def test_a_structure_aware_method_reads_the_title_meant_and_the_trace_says_so(se
     assert corpus.documents[corpus.nodes[hits[0].node_id].doc].file_name == "Three_Men_on_a_Horse.pdf"
     _, flat = pipeline.retrieve(service.retriever("hybrid", corpus, pipeline.llm), "hybrid", question, 5, {})
     assert not any(n.startswith("Read ") for n in flat.notes)
+
+
+def test_an_ampersand_in_a_title_is_named_with_and_too():
+    index = build_title_index({"faith": "Faith Lutheran Middle School & High School", "aw": "A&W Restaurants"})
+    assert index.mentioned("Is the Faith Lutheran Middle School and High School near Las Vegas?") == ["faith"]
+    assert index.mentioned("Faith Lutheran Middle School & High School is private.") == ["faith"]
+    assert index.mentioned("He ate at A and W Restaurants.") == [], "a compact A&W is written as it is"
