@@ -351,3 +351,20 @@ def test_the_answer_is_read_where_the_question_s_closing_interrogative_stands():
                         "approximately 1 million old master prints.", 0.6, 0.4)
     assert answer_by_rules(q, [museum], THRESHOLD)["answer"] == "drawings"
     assert answer_by_rules("In what year was Carlo Rovelli born?", [rovelli], THRESHOLD)["answer"] == "1956"
+
+
+def test_a_title_quoted_beside_the_asked_kind_and_an_acronym_s_full_name():
+    """"Which Eminem album ...?" is answered by the album's quoted title, not the song's before it;
+    "... embrace what campaign?" by the title quoted before "campaign"; "the full name" of a disease
+    by the words its acronym abbreviates."""
+    q = 'Which Eminem album included vocals from a singer who had an album titled "Unapologetic"?'
+    song = unit("u1", '"The Monster" is a song by American rapper Eminem, featuring guest vocals from Barbadian singer '
+                      'Rihanna, taken from Eminem\'s album "The Marshall Mathers LP 2" (2013).', 0.6, 0.5)
+    assert answer_by_rules(q, [song], THRESHOLD)["answer"] == "The Marshall Mathers LP 2"
+    q = "Both Truth in Science and Discovery embrace what campaign?"
+    group = unit("u1", 'Truth in Science promotes the Discovery Institute\'s "Teach the Controversy" campaign.', 0.6, 0.5)
+    assert answer_by_rules(q, [group], THRESHOLD)["answer"] == "Teach the Controversy"
+    q = "What is the full name of the viral respiratory disease in which Yi Guan's research helped to prevent the outbreak?"
+    sars = unit("u1", "Severe acute respiratory syndrome (SARS) is a viral respiratory disease of zoonotic origin.", 0.6, 0.5)
+    assert answer_by_rules(q, [sars], THRESHOLD)["answer"] == "Severe acute respiratory syndrome"
+    assert answer_by_rules("What is SARS?", [sars], THRESHOLD)["answer"] != "Severe acute respiratory syndrome"

@@ -25,7 +25,9 @@ page (the page another subquery's best unit names, marked by the reader) are rea
 subquery, and the bridge's own name is no answer; an interrogative that closes the question
 ("... since what year?") is answered by the span that follows the same words in the unit
 (twenty-second session: strata's hotpot tune EM 0.104 -> 0.135, F1 0.167 -> 0.219; tatqa,
-docugami and mmlongbench tune unchanged).
+docugami and mmlongbench tune unchanged). A title quoted beside the asked kind ('album "The
+Marshall Mathers LP 2"') answers a which-kind question, and "the full name" is what an acronym in
+brackets abbreviates (hotpot tune EM 0.135 -> 0.156).
 
 What is not here: scoring the units (backend/reader.py does) or choosing the threshold
 (settings.reader.abstain_threshold).
@@ -86,6 +88,7 @@ SENTENCE_OPENERS = frozenset(
     "along despite according among amongst between through throughout against around upon unlike besides within "
     "both each every many most some several another other originally currently formerly located based born founded".split())
 FOOTNOTE_RE = re.compile(r"\(\d\)")
+WORD_RE_PLAIN = re.compile(r"[\w'’-]+")
 NEGATIONS = {"not", "no", "never", "none", "neither", "nor", "without"}
 
 
@@ -404,6 +407,24 @@ def _aligned(qtype: str, text: str, question: str, q_tokens: set[str]) -> str | 
     return None
 
 
+QUOTED_RE = re.compile(r'"([^"]{2,80})"')
+WORD_BEFORE_RE = re.compile(r"([\w'’-]+)[\s,]*$")
+WORD_AFTER_RE = re.compile(r"\s*([\w'’-]+)")
+ACRONYM_RE = re.compile(r"\(([A-Z]{2,8})\)")
+FULL_NAME_Q_RE = re.compile(r"\b(?:full name|stand(?:s)? for|abbreviat\w*)\b", re.I)
+
+
+def _expanded(text: str) -> str | None:
+    """The words an acronym in brackets abbreviates, read by their initials: "Severe acute
+    respiratory syndrome (SARS)" -> "Severe acute respiratory syndrome"."""
+    for m in ACRONYM_RE.finditer(text):
+        letters = m.group(1).lower()
+        words = WORD_RE_PLAIN.findall(text[: m.start()])[-len(letters):]
+        if len(words) == len(letters) and "".join(w[0].lower() for w in words) == letters:
+            return " ".join(words)
+    return None
+
+
 KIND_RE = re.compile(r"\b(?:which|what)\s+((?:[\w'’-]+\s+){0,2}[\w'’-]+)", re.I)
 
 
@@ -416,6 +437,12 @@ def _of_kind(text: str, question: str, q_tokens: set[str]) -> str | None:
     if m is None:
         return None
     kind = content_tokens(m.group(1)) - QUESTION_WORDS
+    for q in QUOTED_RE.finditer(text):  # a title quoted beside its kind: Eminem's album "The Marshall Mathers LP 2"
+        beside = WORD_BEFORE_RE.search(text, 0, q.start())
+        after = WORD_AFTER_RE.match(text, q.end())
+        if ((beside and content_tokens(beside.group(1)) & kind) or (after and content_tokens(after.group(1)) & kind)) \
+                and content_tokens(q.group(1)) and not content_tokens(q.group(1)) <= q_tokens:
+            return q.group(1).strip()
     for n in ENTITY_RE.finditer(text):
         words = n.group(0).rstrip(".,;:").split()
         head = words[words.index("of") - 1] if "of" in words[1:] else words[-1]
@@ -431,6 +458,9 @@ def type_fit(qtype: str, e: dict[str, Any], question: str, q_tokens: set[str]) -
         aligned = _aligned(qtype, text, question, q_tokens)
         if aligned is not None:
             return 1.0, aligned
+        expanded = _expanded(text) if FULL_NAME_Q_RE.search(question) else None
+        if expanded is not None:
+            return 1.0, expanded
     if qtype == "number":
         computed = _arithmetic(question, e)
         if computed is not None:
