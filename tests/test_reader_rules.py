@@ -368,3 +368,21 @@ def test_a_title_quoted_beside_the_asked_kind_and_an_acronym_s_full_name():
     sars = unit("u1", "Severe acute respiratory syndrome (SARS) is a viral respiratory disease of zoonotic origin.", 0.6, 0.5)
     assert answer_by_rules(q, [sars], THRESHOLD)["answer"] == "Severe acute respiratory syndrome"
     assert answer_by_rules("What is SARS?", [sars], THRESHOLD)["answer"] != "Severe acute respiratory syndrome"
+
+
+def test_a_comparison_of_two_names_is_answered_by_their_dates():
+    """"Who is younger, A or B?" reads each one's birth date from a unit that writes the name (middle
+    names between included) and answers with the later-born, citing both; "released first" compares
+    release dates. A missing date leaves the question to the other rules."""
+    bostic = unit("b", "William Keith Bostic (born January 17, 1961) is a former professional American football player.", 0.4, 0.4)
+    glanville = unit("c", "Jerry Michael Glanville (born October 14, 1941) is a former American football coach.", 0.4, 0.4)
+    captain = unit("a", "Bostic served as the Oiler defensive captain under Jerry Glanville.", 0.57, 0.6)
+    out = answer_by_rules("who is younger Keith Bostic or Jerry Glanville ?", [captain, bostic, glanville], THRESHOLD)
+    assert out["answer"] == "Keith Bostic" and set(out["citations"]) == {"b", "c"}, out
+    assert answer_by_rules("Who is older, Keith Bostic or Jerry Glanville?", [captain, bostic, glanville], THRESHOLD)["answer"] \
+        == "Jerry Glanville"
+    albums = [unit("x", "Abbey Road is the eleventh studio album by the Beatles, released on 26 September 1969.", 0.5, 0.5),
+              unit("y", "Let It Be is the twelfth album by the Beatles, released on 8 May 1970.", 0.5, 0.5)]
+    assert answer_by_rules("Which was released first, Abbey Road or Let It Be?", albums, THRESHOLD)["answer"] == "Abbey Road"
+    out = answer_by_rules("who is younger Keith Bostic or Jerry Glanville ?", [captain, bostic], THRESHOLD)
+    assert "compared" not in out["reason"], "Glanville's birth date is not in the evidence"
