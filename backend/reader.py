@@ -115,7 +115,8 @@ class EvidenceReader:
 
     def on_bridge_pages(self, question: str, scored: list[EvidenceUnit], subqueries: Sequence[str]) -> list[EvidenceUnit]:
         """Marks the units of the bridge pages: the documents that the best unit of each subquery
-        other than the asking one names by title (mentions.py), and that the question does not name.
+        other than the asking one names by title (mentions.py), when that unit scores at least the
+        abstain threshold, and that the question does not name.
         "the woman who portrayed Corliss Archer in Kiss and Tell" is best covered by Kiss and Tell's
         "... starring Shirley Temple as Corliss Archer"; the government position she held is read
         on Shirley Temple's page, in a sentence that shares no word with the question."""
@@ -127,8 +128,8 @@ class EvidenceReader:
         bridges: dict[str, str] = {}
         for i in (i for i in range(len(subqueries)) if i != asking):
             best = max((e for e in scored if e.subquery == i), key=lambda e: (e.sub_coverage, e.score), default=None)
-            if best is None:
-                continue
+            if best is None or best.score < self.threshold:
+                continue  # a hop the reader would not answer from names no bridge
             own = self.corpus.nodes[best.id].doc
             for doc in titles.mentioned(best.text, exclude=own, limit=4):
                 if doc not in named:

@@ -386,3 +386,10 @@ def test_a_comparison_of_two_names_is_answered_by_their_dates():
     assert answer_by_rules("Which was released first, Abbey Road or Let It Be?", albums, THRESHOLD)["answer"] == "Abbey Road"
     out = answer_by_rules("who is younger Keith Bostic or Jerry Glanville ?", [captain, bostic], THRESHOLD)
     assert "compared" not in out["reason"], "Glanville's birth date is not in the evidence"
+    footballer = unit("k", "Kenton Terry Richardson (born 26 July 1999) is an English professional footballer.", 0.45, 0.4)
+    photographer = unit("t", 'Terrence "Uncle Terry" Richardson (born August 14, 1965) is an American photographer.', 0.4, 0.4)
+    morton = unit("m", "Annie Morton (born October 8, 1970) is an American model.", 0.42, 0.4)
+    out = answer_by_rules("Who is older, Annie Morton or Terry Richardson?", [footballer, morton, photographer], THRESHOLD)
+    assert "compared" not in out["reason"], "two Terry Richardsons of different years: no comparison"
+    out = answer_by_rules("Who is older, Annie Morton or Terry Richardson?", [morton, photographer], THRESHOLD)
+    assert out["answer"] == "Terry Richardson", out

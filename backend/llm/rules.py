@@ -586,10 +586,10 @@ def _when(name: str, verb: str, e: dict[str, Any]) -> tuple[int, int, int] | Non
     a birth the opening brackets ("Keith Bostic (born January 17, 1961)", "(April 23, 1928 – 2014)")."""
     text = e["text"]
     first, *rest = name.split()
-    # the name as written, or with middle names between ("Jerry Michael Glanville" for "Jerry Glanville")
-    if rest and not re.search(rf"\b{re.escape(first)}(?:\s+[A-Z][\w.'’-]*){{0,2}}\s+{re.escape(' '.join(rest))}\b", text):
-        return None
-    if not rest and not re.search(rf"\b{re.escape(first)}\b", text):
+    # the name as written, or with middle names between ("Jerry Michael Glanville" for "Jerry Glanville",
+    # 'Terrence "Uncle Terry" Richardson' for "Terry Richardson")
+    middle = rf"[\"”]?(?:\s+[A-Z][\w.'’-]*){{0,2}}\s+{re.escape(' '.join(rest))}" if rest else ""
+    if not re.search(rf"\b{re.escape(first)}{middle}\b", text):
         return None
     after = re.search(rf"\b{verb}\b(?:\s+(?:in|on))?\s+(.{{0,40}})", text, re.I)
     found = _date_key(after.group(1)) if after else None
@@ -603,7 +603,8 @@ def compared(question: str, evidence: list[dict[str, Any]]) -> dict[str, Any] | 
     """A comparison of two names the question writes ("Who is younger, Keith Bostic or Jerry
     Glanville?"): each name's date read from the best unit that writes the name and says when it was
     born (founded, released ...), the earlier or later one by the question's word. None when the
-    question compares no two names by a date, or a date is missing."""
+    question compares no two names by a date, a date is missing, or the units that write a name
+    give it dates of different years (homonyms: the rules cannot tell which one is meant)."""
     pair, cue = PAIR_RE.search(question), COMPARE_RE.search(question)
     if pair is None or cue is None:
         return None
@@ -613,10 +614,10 @@ def compared(question: str, evidence: list[dict[str, Any]]) -> dict[str, Any] | 
         return None
     dated = []
     for name in (pair.group("a"), pair.group("b")):
-        best = next(((_when(name, verb, e), e) for e in evidence if _when(name, verb, e)), None)
-        if best is None:
-            return None
-        dated.append((best[0], name, best[1]))
+        found = [(when, e) for e in evidence if (when := _when(name, verb, e))]
+        if not found or len({when[0] for when, _ in found}) > 1:
+            return None  # no date, or homonyms of other years ("Kenton Terry Richardson (born 1999)")
+        dated.append((found[0][0], name, found[0][1]))
     if dated[0][0] == dated[1][0]:
         return None
     latest = cue.group("cue").lower() in LATEST_CUES
