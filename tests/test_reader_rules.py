@@ -3,6 +3,8 @@ issue 11 item 2): scored evidence in, the ANSWER task's reply out, as the reader
 
 from __future__ import annotations
 
+import pytest
+
 from backend.llm.answer import ANSWER, AnswerPayload, EvidenceUnit
 from backend.llm.rules import RulesBackend, answer_by_rules, question_type
 from backend.reader import subqueries_of
@@ -338,36 +340,39 @@ def test_a_bridge_page_s_unit_answers_and_the_bridge_s_own_name_is_no_answer():
     assert answer_by_rules(q, plain, THRESHOLD, subqueries=2, asking=1)["answer"] == "Odile Marchetti"
 
 
-def test_the_answer_is_read_where_the_question_s_closing_interrogative_stands():
-    """"... since what year?" is answered by the year after "since", not the first date of the
-    unit; "... approximately 65,000 what?" by the word after "65,000"; a question that opens with
-    its interrogative is read as before."""
-    q = "Seven Brief Lessons on Physics was written by an Italian physicist that has worked in France since what year?"
-    rovelli = unit("u1", "Carlo Rovelli (born 3 May 1956) is an Italian theoretical physicist who has worked in Italy, "
-                         "the United States and since 2000, in France.", 0.6, 0.5)
-    assert answer_by_rules(q, [rovelli], THRESHOLD)["answer"] == "2000"
-    q = "Works by Hanna Varis are part of a collection in a museum that houses approximately 65,000 what?"
-    museum = unit("u1", "It houses one of the largest print rooms in the world with approximately 65,000 drawings and "
-                        "approximately 1 million old master prints.", 0.6, 0.4)
-    assert answer_by_rules(q, [museum], THRESHOLD)["answer"] == "drawings"
-    assert answer_by_rules("In what year was Carlo Rovelli born?", [rovelli], THRESHOLD)["answer"] == "1956"
+ROVELLI = ("Carlo Rovelli (born 3 May 1956) is an Italian theoretical physicist who has worked in Italy, "
+           "the United States and since 2000, in France.")
+SARS = "Severe acute respiratory syndrome (SARS) is a viral respiratory disease of zoonotic origin."
+# (question, the unit, the answer): where the question's closing interrogative stands ("since what
+# year?" -> the year after "since", not the unit's first date; "65,000 what?" -> the word after
+# "65,000"), a title quoted beside the asked kind (the album's, not the song's before it), and the
+# words an acronym abbreviates for "the full name". A question that opens with its interrogative
+# is read as before.
+SPANS = [
+    ("Seven Brief Lessons on Physics was written by an Italian physicist that has worked in France since what year?",
+     ROVELLI, "2000"),
+    ("Works by Hanna Varis are part of a collection in a museum that houses approximately 65,000 what?",
+     "It houses one of the largest print rooms in the world with approximately 65,000 drawings and approximately "
+     "1 million old master prints.", "drawings"),
+    ("In what year was Carlo Rovelli born?", ROVELLI, "1956"),
+    ('Which Eminem album included vocals from a singer who had an album titled "Unapologetic"?',
+     '"The Monster" is a song by American rapper Eminem, featuring guest vocals from Barbadian singer Rihanna, taken '
+     'from Eminem\'s album "The Marshall Mathers LP 2" (2013).', "The Marshall Mathers LP 2"),
+    ("Both Truth in Science and Discovery embrace what campaign?",
+     'Truth in Science promotes the Discovery Institute\'s "Teach the Controversy" campaign.', "Teach the Controversy"),
+    ("What is the full name of the viral respiratory disease in which Yi Guan's research helped to prevent the outbreak?",
+     SARS, "Severe acute respiratory syndrome"),
+]
 
 
-def test_a_title_quoted_beside_the_asked_kind_and_an_acronym_s_full_name():
-    """"Which Eminem album ...?" is answered by the album's quoted title, not the song's before it;
-    "... embrace what campaign?" by the title quoted before "campaign"; "the full name" of a disease
-    by the words its acronym abbreviates."""
-    q = 'Which Eminem album included vocals from a singer who had an album titled "Unapologetic"?'
-    song = unit("u1", '"The Monster" is a song by American rapper Eminem, featuring guest vocals from Barbadian singer '
-                      'Rihanna, taken from Eminem\'s album "The Marshall Mathers LP 2" (2013).', 0.6, 0.5)
-    assert answer_by_rules(q, [song], THRESHOLD)["answer"] == "The Marshall Mathers LP 2"
-    q = "Both Truth in Science and Discovery embrace what campaign?"
-    group = unit("u1", 'Truth in Science promotes the Discovery Institute\'s "Teach the Controversy" campaign.', 0.6, 0.5)
-    assert answer_by_rules(q, [group], THRESHOLD)["answer"] == "Teach the Controversy"
-    q = "What is the full name of the viral respiratory disease in which Yi Guan's research helped to prevent the outbreak?"
-    sars = unit("u1", "Severe acute respiratory syndrome (SARS) is a viral respiratory disease of zoonotic origin.", 0.6, 0.5)
-    assert answer_by_rules(q, [sars], THRESHOLD)["answer"] == "Severe acute respiratory syndrome"
-    assert answer_by_rules("What is SARS?", [sars], THRESHOLD)["answer"] != "Severe acute respiratory syndrome"
+@pytest.mark.parametrize("question, text, answer", SPANS, ids=["since", "count-noun", "opening", "quoted", "quoted-before",
+                                                               "acronym"])
+def test_the_span_is_read_where_the_question_points(question, text, answer):
+    assert answer_by_rules(question, [unit("u1", text, 0.6, 0.5)], THRESHOLD)["answer"] == answer
+
+
+def test_an_acronym_is_expanded_only_for_a_full_name():
+    assert answer_by_rules("What is SARS?", [unit("u1", SARS, 0.6, 0.5)], THRESHOLD)["answer"] != "Severe acute respiratory syndrome"
 
 
 def test_a_comparison_of_two_names_is_answered_by_their_dates():
