@@ -346,7 +346,8 @@ SARS = "Severe acute respiratory syndrome (SARS) is a viral respiratory disease 
 # (question, the unit, the answer): where the question's closing interrogative stands ("since what
 # year?" -> the year after "since", not the unit's first date; "65,000 what?" -> the word after
 # "65,000"), a title quoted beside the asked kind (the album's, not the song's before it), and the
-# words an acronym abbreviates for "the full name". A question that opens with its interrogative
+# words an acronym abbreviates for "the full name", a place named by the asked kind ("what city" ->
+# "New York City", not "Upper Manhattan" before it). A question that opens with its interrogative
 # is read as before.
 SPANS = [
     ("Seven Brief Lessons on Physics was written by an Italian physicist that has worked in France since what year?",
@@ -362,11 +363,13 @@ SPANS = [
      'Truth in Science promotes the Discovery Institute\'s "Teach the Controversy" campaign.', "Teach the Controversy"),
     ("What is the full name of the viral respiratory disease in which Yi Guan's research helped to prevent the outbreak?",
      SARS, "Severe acute respiratory syndrome"),
+    ("Ralph Hefferline was a psychology professor at a university that is located in what city?",
+     "Columbia University is a private Ivy League research university in Upper Manhattan, New York City.", "New York City"),
 ]
 
 
 @pytest.mark.parametrize("question, text, answer", SPANS, ids=["since", "count-noun", "opening", "quoted", "quoted-before",
-                                                               "acronym"])
+                                                               "acronym", "place-kind"])
 def test_the_span_is_read_where_the_question_points(question, text, answer):
     assert answer_by_rules(question, [unit("u1", text, 0.6, 0.5)], THRESHOLD)["answer"] == answer
 

@@ -409,6 +409,7 @@ def _aligned(qtype: str, text: str, question: str, q_tokens: set[str]) -> str | 
     return None
 
 
+PLACE_KINDS = frozenset(content_tokens("city country state town county region province island river village capital"))
 QUOTED_RE = re.compile(r'"([^"]{2,80})"')
 WORD_BEFORE_RE = re.compile(r"([\w'’-]+)[\s,]*$")
 WORD_AFTER_RE = re.compile(r"\s*([\w'’-]+)")
@@ -484,7 +485,12 @@ def type_fit(qtype: str, e: dict[str, Any], question: str, q_tokens: set[str]) -
         if value and YEARS_Q_RE.search(question) and YEAR_RE.search(value):
             value = YEAR_RE.findall(value)[-1]  # "In which year ...": 2019, not March 31, 2019
         return (1.0, value) if value else (0.0, None)
-    if qtype == "place":  # a capitalised name after in/at/from/near; any other name fits half
+    if qtype == "place":  # a name of the asked kind ("New York City" for "what city"), a capitalised
+        # name after in/at/from/near; any other name fits half
+        kind = KIND_RE.search(question)
+        named = _of_kind(text, question, q_tokens) if kind and content_tokens(kind.group(1)) & PLACE_KINDS else None
+        if named is not None:
+            return 1.0, named
         for m in PLACE_RE.finditer(text):
             if content_tokens(m.group(1)) and not content_tokens(m.group(1)) <= q_tokens:
                 return 1.0, m.group(1)
