@@ -27,8 +27,8 @@ class EvidenceUnit(TaskPayload):
     role: str
     subquery: int | None = Field(None, description="Index of the decomposed subquery this unit covers best (None: not decomposed).")
     sub_coverage: float = Field(0.0, description="Share of that subquery's content words the unit contains.")
-    bridge: str = Field("", description="The name its page is about, when that page is the bridge: the one an "
-                        "earlier subquery's best unit names (the asking subquery's answer is read there).")
+    bridge: str = Field("", description="The name its page is about, when that page is the bridge: the one the best "
+                        "unit of another subquery names (the asking subquery's answer is read there).")
 
 
 class AnswerPayload(TaskPayload):

@@ -30,6 +30,7 @@ Marshall Mathers LP 2"') answers a which-kind question, and "the full name" is w
 brackets abbreviates (hotpot tune EM 0.135 -> 0.156). "Who is younger, A or B?" and "Which was
 released first, A or B?" compare the two names' dates, read where the evidence says when each was
 born (released, founded ...); without both dates the other rules answer (tune EM 0.156 -> 0.177).
+A place question takes a name of the asked place kind first ("New York City" for "what city").
 
 What is not here: scoring the units (backend/reader.py does) or choosing the threshold
 (settings.reader.abstain_threshold).
