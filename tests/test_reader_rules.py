@@ -335,6 +335,7 @@ def test_a_bridge_page_s_unit_answers_and_the_bridge_s_own_name_is_no_answer():
     ]
     out = answer_by_rules(q, evidence, THRESHOLD, subqueries=2, asking=1)
     assert out["citations"][0] == "u2" and out["answer"].startswith("Chief of Protocol"), out
+    assert "read on the page of Odile Marchetti" in out["reason"]
     # Unmarked, the bridge page's unit is below the threshold and shares no word: the bridge's name answers.
     plain = [{k: v for k, v in e.items() if k != "bridge"} for e in evidence]
     assert answer_by_rules(q, plain, THRESHOLD, subqueries=2, asking=1)["answer"] == "Odile Marchetti"

@@ -688,4 +688,5 @@ def answer_by_rules(question: str, evidence: list[dict[str, Any]], threshold: fl
     defining = {eligible[i]["id"] for (_, f, _), i in ranks if f > 0} if qtype == "definition" else None
     cited = supporting(chosen, eligible, span, decomposed, defining)
     return {"answer": answer, "citations": cited, "abstain": False, "confidence": round(chosen["score"], 3),
-            "reason": f"extractive {kind} answer from {len(cited)} unit(s)"}
+            "reason": f"extractive {kind} answer from {len(cited)} unit(s)"
+                      + (f", read on the page of {chosen['bridge']}, which another hop's best unit names" if chosen.get("bridge") else "")}
