@@ -44,7 +44,7 @@ from typing import Any
 
 from backend.llm.base import LLMUsage
 from backend.llm.task import A, LLMTask, P
-from backend.llm.text import QUESTION_WORDS, content_tokens
+from backend.llm.text import QUESTION_WORDS, WORD_RE, content_tokens
 
 NOT_ENOUGH = "not enough evidence"
 YESNO_RE = re.compile(r"^(is|are|was|were|does|do|did|can|could|has|have|had|will|would|should|may)\b", re.I)
@@ -91,7 +91,6 @@ SENTENCE_OPENERS = frozenset(
     "along despite according among amongst between through throughout against around upon unlike besides within "
     "both each every many most some several another other originally currently formerly located based born founded".split())
 FOOTNOTE_RE = re.compile(r"\(\d\)")
-WORD_RE_PLAIN = re.compile(r"[\w'’-]+")
 NEGATIONS = {"not", "no", "never", "none", "neither", "nor", "without"}
 
 
@@ -423,7 +422,7 @@ def _expanded(text: str) -> str | None:
     respiratory syndrome (SARS)" -> "Severe acute respiratory syndrome"."""
     for m in ACRONYM_RE.finditer(text):
         letters = m.group(1).lower()
-        words = WORD_RE_PLAIN.findall(text[: m.start()])[-len(letters):]
+        words = WORD_RE.findall(text[: m.start()])[-len(letters):]
         if len(words) == len(letters) and "".join(w[0].lower() for w in words) == letters:
             return " ".join(words)
     return None

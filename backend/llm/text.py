@@ -3,8 +3,11 @@ stop words out) and the question words that never count as content."""
 
 from __future__ import annotations
 
+import re
+
 from backend.index.lexical import tokenize
 
+WORD_RE = re.compile(r"[\w'’-]+")  # a word with its apostrophes and hyphens ("Wayne's", "Jean-Luc")
 QUESTION_WORDS = {"mani", "much", "how", "what", "which", "when", "who", "whom", "whose", "where", "why"}
 
 

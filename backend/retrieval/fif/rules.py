@@ -45,7 +45,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from backend.llm.text import QUESTION_WORDS
+from backend.llm.text import QUESTION_WORDS, WORD_RE
 from backend.llm.text import content_tokens as _content_tokens
 
 # Strategy rungs as the orchestrator prompt names them: (document_search_mode, component_search_mode,
@@ -191,7 +191,6 @@ def _acronyms(text: str) -> frozenset[str]:
 
 
 NEAR_WORDS = 3  # "beside a name": this many words either side
-WORD_RE = re.compile(r"[\w'’-]+")
 
 
 def _subjects_own(name: str, toks: set[str], known: set[str]) -> bool:
