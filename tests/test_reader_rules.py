@@ -155,6 +155,79 @@ def test_a_row_that_holds_the_change_itself_is_read_not_recomputed():
     assert out["answer"] == "13.2"
 
 
+def test_a_computed_figure_is_written_out_never_in_exponent_notation():
+    # "{:g}" wrote an average of 12,085,176 as "1.20852e+07", which no reader (and no scorer) takes.
+    row = unit("r1", "Table 1: Rights: Outstanding at end of period; 2019: 12,345,678; 2018: 11,824,674", 0.6, 0.6, kind="row")
+    out = answer_by_rules("What is the average number of rights outstanding at end of period for 2018 and 2019?", [row], THRESHOLD)
+    assert out["answer"] == "12085176"
+    assert answer_by_rules("What was the change in rights outstanding at end of period from 2018 to 2019?",
+                           [row], THRESHOLD)["answer"] == "521004"
+
+
+def test_an_increase_or_decrease_question_asks_for_a_number_and_is_computed_from_the_row():
+    row = unit("r1", "Table 1: Appropriation of earnings: Legal reserve; 2018: $707,299; 2019: $963,947", 0.6, 0.6, kind="row")
+    q = "What is the increase/ (decrease) in Legal reserve within Appropriation of earnings from 2018 to 2019?"
+    assert question_type(q) == "number"
+    assert answer_by_rules(q, [row], THRESHOLD)["answer"] == "256648"
+
+
+def test_a_fiscal_year_written_short_and_an_average_over_the_whole_row():
+    row = unit("r1", "Table 1: $ MILLION: ROFE; F19: 15.2; F18: 17.1", 0.6, 0.6, kind="row")
+    assert answer_by_rules("What is the average ROFE for the years F19 and F18?", [row], THRESHOLD)["answer"] == "16.15"
+    assert answer_by_rules("What is the change in ROFE from FY18 to FY19?", [row], THRESHOLD)["answer"] == "-1.9"
+    row = unit("r2", "Table 1: column 1: Realized losses; 2019: (5,062); 2018: (6,533); 2017: (18,494)", 0.6, 0.6, kind="row")
+    assert answer_by_rules("What was the average realized losses?", [row], THRESHOLD)["answer"] == "-10029.67"
+
+
+def test_a_row_answers_a_what_was_x_in_year_question_with_the_cell_under_that_year():
+    row = unit("r1", "Table 1: ($ in millions): Accrued postretirement benefits; 2019: 16.2; 2018: 15.4", 0.6, 0.6, kind="row")
+    out = answer_by_rules("What was the Accrued postretirement benefits in 2018?", [row], THRESHOLD)
+    assert out["answer"] == "15.4"
+    assert out["citations"] == ["r1"]
+
+
+def test_how_many_years_counts_the_years_of_a_row_past_the_threshold():
+    row = unit("r1", "Table 1: Net sales: Americas; 2019: 224,056; 2018: 205,111; 2017: 190,004", 0.6, 0.6, kind="row")
+    ask = lambda q: answer_by_rules(q, [row], THRESHOLD)["answer"]  # noqa: E731
+    assert ask("How many years did net sales from Americas exceed $200,000 thousand?") == "2"
+    assert ask("How many years were net sales from Americas less than 200,000?") == "1"
+
+
+@pytest.mark.parametrize(("question", "text", "answer"), [
+    ("What does goodwill consist of?",
+     "Goodwill consists of the excess of the consideration transferred over the fair value of net assets acquired.",
+     "the excess of the consideration transferred over the fair value of net assets acquired"),
+    ("When are corporation tax losses not recognised?",
+     "Corporation tax losses are not recognised where future recoverability is uncertain.",
+     "where future recoverability is uncertain"),
+    ("How is the revenue attributed to for geographical reporting?",
+     "For geographical reporting, revenue is attributed to the geographic location in which the customers are located, "
+     "while long-lived assets are attributed to the locations in which the assets are.",
+     "to the geographic location in which the customers are located"),
+    ("What were the principal activities during the financial year within the Group?",
+     "The principal activities during the financial year within the Group were health, life and car insurance policy "
+     "sales, mortgage brokerage, energy, broadband and financial referral services.",
+     "health, life and car insurance policy sales, mortgage brokerage, energy, broadband and financial referral services"),
+    # Echoed all over the sentence (the year only near its end): no subject-then-predicate to cut.
+    ("what is operating leases occurred in FY 2015 for Netflix?",
+     "Rent expense associated with the operating leases was $34.7 million, $31.9 million and $27.7 million for 2015, 2014 "
+     "and 2013, respectively.",
+     "Rent expense associated with the operating leases was $34.7 million, $31.9 million and $27.7 million for 2015, 2014 "
+     "and 2013, respectively."),
+    # The sentence that defines the subject answers "What is X?" whole.
+    ("What is Tax Fees?", "Tax Fees include fees billed for tax compliance services.",
+     "Tax Fees include fees billed for tax compliance services."),
+    # A sentence that echoes too little of the question answers whole: nothing says where the answer starts.
+    ("Why did the board change the auditor in fiscal 2019?", "The board acted on the audit committee's advice.",
+     "The board acted on the audit committee's advice."),
+])
+def test_a_sentence_answer_is_what_the_sentence_says_after_the_words_it_echoes(question, text, answer):
+    assert question_type(question) == "sentence"
+    out = answer_by_rules(question, [unit("u1", text, 0.6, 0.6)], THRESHOLD)
+    assert out["answer"] == answer
+    assert out["citations"] == ["u1"]
+
+
 def test_respective_values_come_in_the_order_the_question_names_the_years():
     row = unit("r1", "Table 1: Assumptions: Dividend yield; 2019: 4.5%; 2018: 4.6%; 2017: 4.1%", 0.6, 0.6, kind="row")
     out = answer_by_rules("What are the respective dividend yield in 2017 and 2018?", [row], THRESHOLD)

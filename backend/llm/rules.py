@@ -31,6 +31,13 @@ brackets abbreviates (hotpot tune EM 0.135 -> 0.156). "Who is younger, A or B?" 
 released first, A or B?" compare the two names' dates, read where the evidence says when each was
 born (released, founded ...); without both dates the other rules answer (tune EM 0.156 -> 0.177).
 A place question takes a name of the asked place kind first ("New York City" for "what city").
+A question answered by a sentence gets what the sentence says after the question's words it
+echoes ("Goodwill consists of | the excess of ..."), unless it asks "What is X?" (the defining
+sentence, subject and all) or the echo is not the sentence's opening; a row answers "What was X
+in 2018?" with its 2018 cell; "How many years did X exceed N?" counts a row's years past N; an
+average that names no year is over the row's years; "F19"/"FY18" name years; computed figures are
+never written in exponent notation (twenty-third session, from strata's tatqa tune misses: tune EM
+0.306 -> 0.360, F1 0.421 -> 0.458; hotpot, docugami and mmlongbench tune unchanged).
 
 What is not here: scoring the units (backend/reader.py does) or choosing the threshold
 (settings.reader.abstain_threshold).
@@ -50,7 +57,7 @@ NOT_ENOUGH = "not enough evidence"
 YESNO_RE = re.compile(r"^(is|are|was|were|does|do|did|can|could|has|have|had|will|would|should|may)\b", re.I)
 NUMBER_Q_RE = re.compile(
     r"\b(how (many|much|long|old|far|large|big|high)|what (is|was|were|are) the (total|number|amount|percentage|share|rate|value|"
-    r"cost|price|revenue|change|average|ratio|difference)|what (percentage|percent|proportion|share|fraction|number|amount)|"
+    r"cost|price|revenue|change|average|ratio|difference|increase|decrease|sum|proportion)|what (percentage|percent|proportion|share|fraction|number|amount)|"
     r"(percentage|percent|ratio|average|total)\b)",
     re.I,
 )
@@ -286,21 +293,36 @@ def cell_value(text: str) -> float | None:
     return -value if neg else value
 
 
+FY_RE = re.compile(r"\bF(?:Y\s?)?'?((?:19|20)?\d{2})\b")  # "F19", "FY18", "FY'19", "FY2019": a fiscal year
+
+
+def years_in(text: str) -> list[str]:
+    """The years a question or a column header names, in order, once each: "2019", and a fiscal
+    year written short ("F19", "FY18") as the year it stands for ("2019", "2018")."""
+    found = [(m.start(), m.group(0)) for m in YEAR_RE.finditer(text)]
+    found += [(m.start(), m.group(1) if len(m.group(1)) == 4 else "20" + m.group(1)) for m in FY_RE.finditer(text)]
+    return list(dict.fromkeys(y for _, y in sorted(found)))
+
+
 def _arithmetic(question: str, e: dict[str, Any]) -> str | None:
     """What a row gives by arithmetic over the years the question names (TAT-QA style): the
-    change from the earlier to the later year, its percentage, the average or the total. None
-    when the question asks for none of these or the row lacks a cell for each year."""
-    years = list(dict.fromkeys(re.findall(r"\b(?:19|20)\d{2}\b", question)))
+    change from the earlier to the later year, its percentage, the average or the total; an
+    average that names no year is over every year the row holds ("What was the average realized
+    losses?"). None when the question asks for none of these or the row lacks a cell for each year."""
+    years = years_in(question)
     m = ARITH_RE.search(question)
-    if e.get("kind") != "row" or len(years) < 2 or not m or RESPECTIVE_RE.search(question):
+    if e.get("kind") != "row" or not m or RESPECTIVE_RE.search(question):
         return None  # "X in 2019 and 2018 respectively" asks for the values, not their sum
+    if not years and m.group("avg"):
+        row = {y: v for y, v in (_row_years(e) or {}).items() if v is not None}
+        return plain_number(sum(row.values()) / len(row)) if len(row) >= 2 else None
     cells = row_cells(e["text"])
     op = re.sub(r"[^a-z%]", " ", m.group(0).lower()).split()[-1]
-    if any(op in h.lower() for h, _ in cells):
+    if len(years) < 2 or any(op in h.lower() for h, _ in cells):
         return None  # the row has the figure already (a "Change (%)" column): the cell answers
     values: dict[str, float] = {}
     for y in years:
-        found = [cell_value(v) for h, v in cells if y in h and cell_value(v) is not None]
+        found = [cell_value(v) for h, v in cells if y in years_in(h) and cell_value(v) is not None]
         if not found:
             return None
         values[y] = found[0]
@@ -318,7 +340,38 @@ def _arithmetic(question: str, e: dict[str, Any]) -> str | None:
         result = late - early
     else:
         result = sum(values.values())
-    return None if result is None else f"{round(result, 2):g}"
+    return None if result is None else plain_number(result)
+
+
+def plain_number(value: float) -> str:
+    """A computed figure as a report writes it, to two decimals at most and never in exponent
+    notation: 12085200.5 -> "12085200.5" ("{:g}" gave "1.20852e+07"), -16189.0 -> "-16189"."""
+    text = f"{value:.2f}".rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
+
+
+def _row_years(e: dict[str, Any]) -> dict[str, float | None] | None:
+    """A table row's value under each year column, in the row's order (None: no row with two or
+    more year columns)."""
+    if e.get("kind") != "row":
+        return None
+    by_year: dict[str, float | None] = {}
+    for head, value in row_cells(e["text"]):
+        found = years_in(head)
+        if len(found) == 1 and found[0] not in by_year:
+            by_year[found[0]] = cell_value(value)
+    return by_year if len(by_year) >= 2 else None
+
+
+def _past_threshold(question: str, values: dict[str, float]) -> list[str] | None:
+    """The years whose value is past the question's threshold ("less than 100.0 million",
+    "exceed $10,000"); None when the question sets none."""
+    t = THRESHOLD_Q_RE.search(question)
+    if t is None:
+        return None
+    n = float(t.group("n").replace(",", ""))
+    below = t.group("op").lower() in ("less than", "below", "under")
+    return [y for y, v in values.items() if (v < n if below else v > n)]
 
 
 def _years_answer(question: str, e: dict[str, Any]) -> str | None:
@@ -326,21 +379,12 @@ def _years_answer(question: str, e: dict[str, Any]) -> str | None:
     those past the question's threshold ("less than 100.0 million"), the one with the largest or
     smallest value ("In which year was X larger?"), or every year it holds ("In which years was X
     calculated?"). None when the unit is no row with two or more year columns."""
-    if e.get("kind") != "row" or not YEARS_Q_RE.search(question):
-        return None
-    by_year: dict[str, float | None] = {}
-    for head, value in row_cells(e["text"]):
-        found = YEAR_RE.findall(head)
-        if len(found) == 1 and found[0] not in by_year:
-            by_year[found[0]] = cell_value(value)
-    if len(by_year) < 2:
+    by_year = _row_years(e) if YEARS_Q_RE.search(question) else None
+    if by_year is None:
         return None
     values = {y: v for y, v in by_year.items() if v is not None}
-    t = THRESHOLD_Q_RE.search(question)
-    if t:
-        n = float(t.group("n").replace(",", ""))
-        below = t.group("op").lower() in ("less than", "below", "under")
-        hits = [y for y, v in values.items() if (v < n if below else v > n)]
+    hits = _past_threshold(question, values)
+    if hits is not None:
         return ", ".join(hits) or None
     more, less = bool(MORE_Q_RE.search(question)), bool(LESS_Q_RE.search(question))
     if more != less:
@@ -348,6 +392,29 @@ def _years_answer(question: str, e: dict[str, Any]) -> str | None:
             return None
         return (max if more else min)(values, key=values.__getitem__)
     return ", ".join(by_year)
+
+
+def _cell_of_year(question: str, e: dict[str, Any]) -> str | None:
+    """The cell of a table row under the one year the question names ("What was the Accrued
+    postretirement benefits in 2018?"): None unless exactly one of the row's headers holds it."""
+    years = set(years_in(question))
+    if e.get("kind") != "row" or len(years) != 1:
+        return None
+    cells = [v.strip() for h, v in row_cells(e["text"]) if years <= set(years_in(h))]
+    return cells[0] if len(cells) == 1 and cells[0] else None
+
+
+HOW_MANY_YEARS_RE = re.compile(r"\bhow many (?:fiscal )?years\b", re.I)
+
+
+def _years_counted(question: str, e: dict[str, Any]) -> str | None:
+    """How many of a row's years pass the question's threshold: "How many years did net sales
+    exceed $200,000 thousand?" (TAT-QA's count questions). None for any other question or unit."""
+    by_year = _row_years(e) if HOW_MANY_YEARS_RE.search(question) else None
+    if by_year is None:
+        return None
+    hits = _past_threshold(question, {y: v for y, v in by_year.items() if v is not None})
+    return None if hits is None else str(len(hits))
 
 
 def _first_new(pattern: re.Pattern, text: str, q_tokens: set[str]) -> str | None:
@@ -454,6 +521,40 @@ def _of_kind(text: str, question: str, q_tokens: set[str]) -> str | None:
     return None
 
 
+# What stands between the question's echoed words and what the sentence says of them: a copula
+# and the "of"/"as" of "consists of", "defined as". A contrast clause after the answer is another fact.
+PREDICATE_LEAD_RE = re.compile(r"^[\s,:;]*(?:(?:is|are|was|were|be|been)\s+)?(?:(?:of|as)\s+)?", re.I)
+CONTRAST_RE = re.compile(r",\s+(?:while|whereas)\b.*$", re.I | re.S)
+MIN_PREDICATE_WORDS = 2
+PREDICATE_ECHO = 0.5  # the sentence must echo at least this share of the question's words (and two)
+# "What is Tax Fees?": the sentence that defines the subject is the answer, subject and all.
+WHAT_IS_RE = re.compile(r"^\s*what (?:is|are|was|were) (?!.*\b(?:by|for|of|to|in|as|with|from|on|at|during|within|under|after|before|between)\b)[^?]+\?*\s*$", re.I)
+
+
+def _predicate(text: str, q_tokens: set[str]) -> str | None:
+    """What a sentence says of the question's subject, for a question answered by a sentence: the
+    words after the last of the question's words that the sentence echoes ("Goodwill consists of |
+    the excess of the consideration transferred ..." for "What does goodwill consist of?", "...
+    tax losses are not recognised | where future recoverability is uncertain" for "When are ...
+    not recognised?"). Each echoed word counts where the sentence first writes it. None when the
+    sentence echoes under PREDICATE_ECHO of the question's words, when the last echoed word is in
+    the sentence's second half ("... for 2015, 2014 and 2013, respectively" for a question about
+    2015), or when fewer than MIN_PREDICATE_WORDS follow it: the whole sentence answers then."""
+    words = list(WORD_RE.finditer(text))
+    first: dict[str, int] = {}
+    for i, w in enumerate(words):
+        for t in content_tokens(w.group(0)) & q_tokens:
+            first.setdefault(t, i)
+    last = max(first.values(), default=len(words))
+    if len(first) < max(2, PREDICATE_ECHO * len(q_tokens)) or last >= len(words) / 2:
+        return None  # too little echoed, or echoed all over the sentence: no subject then predicate
+    rest = PREDICATE_LEAD_RE.sub("", text[words[last].end():])
+    rest = CONTRAST_RE.sub("", rest).strip().rstrip(".;:,")
+    if len(WORD_RE.findall(rest)) < MIN_PREDICATE_WORDS or not content_tokens(rest):
+        return None
+    return rest
+
+
 def type_fit(qtype: str, e: dict[str, Any], question: str, q_tokens: set[str]) -> tuple[float, str | None]:
     """How well a unit holds what the question asks for (0: not at all), and the short answer in it."""
     text = e["text"]
@@ -465,7 +566,7 @@ def type_fit(qtype: str, e: dict[str, Any], question: str, q_tokens: set[str]) -
         if expanded is not None:
             return 1.0, expanded
     if qtype == "number":
-        computed = _arithmetic(question, e)
+        computed = _years_counted(question, e) or _arithmetic(question, e)
         if computed is not None:
             return 1.5, computed
         years = tuple(dict.fromkeys(YEAR_RE.findall(question)))
@@ -681,8 +782,12 @@ def answer_by_rules(question: str, evidence: list[dict[str, Any]], threshold: fl
     answer, kind = span, qtype
     if qtype == "yes/no" and fit > 0:
         answer = "No" if _negated(chosen["text"]) != _negated(q) else "Yes"
+    if answer is None and qtype in ("sentence", "entity"):
+        answer = _cell_of_year(q, chosen)
+    if answer is None and qtype == "sentence" and not WHAT_IS_RE.match(q):
+        kind, answer = "sentence", _predicate(chosen["text"], q_tokens) or chosen["text"].strip()
     if answer is None:
-        kind = "sentence" if qtype == "sentence" else f"{qtype} (no short answer found; quoting the evidence)"
+        kind = f"{qtype} (no short answer found; quoting the evidence)"
         answer = chosen["text"].strip()
     defining = {eligible[i]["id"] for (_, f, _), i in ranks if f > 0} if qtype == "definition" else None
     cited = supporting(chosen, eligible, span, decomposed, defining)
