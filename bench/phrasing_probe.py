@@ -22,6 +22,10 @@ same ingested workspace:
   page is not the bridge entity's own but another page that names it, as MuSiQue's often is ("the
   treaty that ended the war in which Giuseppe Arimondi died": Treaty of Addis Ababa, not Battle of
   Adwa).
+- drawn composed: a batch written the way MuSiQue composes (twenty-third session, measured before
+  any change; `drawn-*`, its own column), over 12 chains drawn at random (a seeded walk over the pages the title index links, skipping pages gold for a check-half
+  question or used by an earlier probe), 8 of 2 pages, 3 of 3 and 1 of 4 ("When was the woman born
+  after whom the foundation on whose board Susan Alice Buffett sits was renamed?").
 Only tune-half questions and the pages of the corpus are used, so the check halves stay unseen:
 a chain may not name a page that is gold for a check-half question. It is a probe, not a
 benchmark: 88 questions written by one of us, read for failure modes, not tuned on. Each question
@@ -35,7 +39,8 @@ that is gold for a tune-half question. It is measured to report, never to choose
 
 Usage:
     python bench/phrasing_probe.py --workspace WS [--half check] [--methods strata,lilac,fif,hybrid] [--top-k 30]
-Prints the command and one markdown table (per method: originals, rewrites, chains, composed).
+Prints the command and one markdown table (per method: originals, rewrites, chains, composed,
+untitled hops, drawn composed).
 """
 
 from __future__ import annotations
@@ -107,21 +112,22 @@ def main(argv: list[str] | None = None) -> int:
     rewrites = [p for p in probe if p["of"]]
     composed = [p for p in probe if p["kind"].startswith("composed")]
     mention = [p for p in probe if p["kind"].startswith("mention")]
-    chains = [p for p in probe if not p["of"] and p not in composed and p not in mention]
+    drawn = [p for p in probe if p["kind"].startswith("drawn")]
+    chains = [p for p in probe if not p["of"] and p not in composed and p not in mention and p not in drawn]
     three = [p for p in chains if len(p["gold"]) == 3]
     four = [p for p in chains if len(p["gold"]) >= 4]
     print(f"`{command_line()}`\n")
     print(f"| method | originals R@5 / All@10 (n={len(rewrites)}) | rewrites R@5 / All@10 | chains R@5 / All@10 (n={len(chains)}) "
           f"| of which 3-page (n={len(three)}) | of which 4-page (n={len(four)}) | composed R@5 / All@10 (n={len(composed)}) "
-          f"| untitled hop R@5 / All@10 (n={len(mention)}) |")
-    print("|---|---|---|---|---|---|---|---|")
+          f"| untitled hop R@5 / All@10 (n={len(mention)}) | drawn composed R@5 / All@10 (n={len(drawn)}) |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for method in [m for m in args.methods.split(",") if m]:
         def mean(items: list[dict], text=lambda p: p["question"]) -> str:
             got = [scores(service, args.workspace, text(p), p["gold"], method, args.top_k, params) for p in items]
             return " / ".join(f"{sum(g[i] for g in got) / len(got):.3f}" for i in range(2)) if got else "-"
 
         orig = mean(rewrites, lambda p: originals[p["of"]]["question"])
-        cells = (orig, mean(rewrites), mean(chains), mean(three), mean(four), mean(composed), mean(mention))
+        cells = (orig, mean(rewrites), mean(chains), mean(three), mean(four), mean(composed), mean(mention), mean(drawn))
         print(f"| {method} | " + " | ".join(cells) + " |", flush=True)
     return 0
 

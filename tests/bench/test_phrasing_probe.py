@@ -59,9 +59,11 @@ def test_the_shipped_probe_keeps_to_the_tune_half_and_the_corpus(split_mod, phra
     if not corpus.is_dir():
         pytest.skip(f"no dev-hotpot-pdf at {bench}")
     rows, _ = phrasing_probe_mod.load_probe(phrasing_probe_mod.PROBE, bench)
-    assert len(rows) == 88
+    assert len(rows) == 100
     assert all((corpus / g).is_file() for r in rows for g in r["gold"])
     _composed_ask_their_chains_again(rows, 16)
+    drawn = [r for r in rows if r["id"].startswith("drawn-")]
+    assert len(drawn) == 12 and all(r["kind"].startswith("drawn") and 2 <= len(r["gold"]) <= 4 for r in drawn)
 
 
 def _composed_ask_their_chains_again(rows: list[dict], n: int) -> None:
