@@ -784,8 +784,9 @@ def answer_by_rules(question: str, evidence: list[dict[str, Any]], threshold: fl
         answer = "No" if _negated(chosen["text"]) != _negated(q) else "Yes"
     if answer is None and qtype in ("sentence", "entity"):
         answer = _cell_of_year(q, chosen)
-    if answer is None and qtype == "sentence" and not WHAT_IS_RE.match(q):
-        kind, answer = "sentence", _predicate(chosen["text"], q_tokens) or chosen["text"].strip()
+    if answer is None and qtype == "sentence":
+        predicate = None if WHAT_IS_RE.match(q) else _predicate(chosen["text"], q_tokens)
+        answer = predicate or chosen["text"].strip()
     if answer is None:
         kind = f"{qtype} (no short answer found; quoting the evidence)"
         answer = chosen["text"].strip()
