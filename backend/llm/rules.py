@@ -51,7 +51,7 @@ from typing import Any
 
 from backend.llm.base import LLMUsage
 from backend.llm.task import A, LLMTask, P
-from backend.llm.text import QUESTION_WORDS, WORD_RE, content_tokens
+from backend.llm.text import QUESTION_WORDS, WORD_RE, content_tokens, content_tokens_each
 
 NOT_ENOUGH = "not enough evidence"
 YESNO_RE = re.compile(r"^(is|are|was|were|does|do|did|can|could|has|have|had|will|would|should|may)\b", re.I)
@@ -542,8 +542,8 @@ def _predicate(text: str, q_tokens: set[str]) -> str | None:
     2015), or when fewer than MIN_PREDICATE_WORDS follow it: the whole sentence answers then."""
     words = list(WORD_RE.finditer(text))
     first: dict[str, int] = {}
-    for i, w in enumerate(words):
-        for t in content_tokens(w.group(0)) & q_tokens:
+    for i, tokens in enumerate(content_tokens_each([w.group(0) for w in words])):
+        for t in tokens & q_tokens:
             first.setdefault(t, i)
     last = max(first.values(), default=len(words))
     if len(first) < max(2, PREDICATE_ECHO * len(q_tokens)) or last >= len(words) / 2:

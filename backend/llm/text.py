@@ -13,3 +13,8 @@ QUESTION_WORDS = {"mani", "much", "how", "what", "which", "when", "who", "whom",
 
 def content_tokens(text: str) -> set[str]:
     return set(tokenize([text])[0])
+
+
+def content_tokens_each(texts: list[str]) -> list[set[str]]:
+    """content_tokens of each text, in one tokenizer call (a call per word costs ~25 us each)."""
+    return [set(tokens) for tokens in tokenize(texts)] if texts else []
