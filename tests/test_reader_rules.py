@@ -145,7 +145,7 @@ def test_a_row_gives_the_change_average_or_percentage_the_question_asks_for():
     ask = lambda q: answer_by_rules(q, [row], THRESHOLD)["answer"]  # noqa: E731
     assert ask("What was the change in the revenues from 2018 to 2019?") == "20"
     assert ask("What is the average revenues for 2018 and 2019?") == "110"
-    assert ask("What was the percentage change in revenues between 2018 and 2019?") == "20"
+    assert ask("What was the percentage change in revenues between 2018 and 2019?") == "20%"
     assert ask("What is the average revenues from 2017 to 2019?") == "103.67"
 
 
@@ -172,9 +172,9 @@ def test_an_increase_or_decrease_question_asks_for_a_number_and_is_computed_from
 
 
 def test_a_fiscal_year_written_short_and_an_average_over_the_whole_row():
-    row = unit("r1", "Table 1: $ MILLION: ROFE; F19: 15.2; F18: 17.1", 0.6, 0.6, kind="row")
-    assert answer_by_rules("What is the average ROFE for the years F19 and F18?", [row], THRESHOLD)["answer"] == "16.15"
-    assert answer_by_rules("What is the change in ROFE from FY18 to FY19?", [row], THRESHOLD)["answer"] == "-1.9"
+    row = unit("r1", "Table 1: $ MILLION: ROFE; F19: 15.2%; F18: 17.1%", 0.6, 0.6, kind="row")
+    assert answer_by_rules("What is the average ROFE for the years F19 and F18?", [row], THRESHOLD)["answer"] == "16.15%"
+    assert answer_by_rules("What is the change in ROFE from FY18 to FY19?", [row], THRESHOLD)["answer"] == "-1.9%"
     row = unit("r2", "Table 1: column 1: Realized losses; 2019: (5,062); 2018: (6,533); 2017: (18,494)", 0.6, 0.6, kind="row")
     assert answer_by_rules("What was the average realized losses?", [row], THRESHOLD)["answer"] == "-10029.67"
 

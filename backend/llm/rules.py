@@ -340,7 +340,9 @@ def _arithmetic(question: str, e: dict[str, Any]) -> str | None:
         result = late - early
     else:
         result = sum(values.values())
-    return None if result is None else plain_number(result)
+    # A percentage change, or arithmetic over cells written in per cent, is written with its sign.
+    percent = bool(m.group("pct")) or all("%" in v for h, v in cells if set(years) & set(years_in(h)))
+    return None if result is None else plain_number(result) + ("%" if percent else "")
 
 
 def plain_number(value: float) -> str:
