@@ -344,10 +344,18 @@ def test_a_which_year_question_is_answered_from_a_rows_year_columns():
 def test_a_year_in_brackets_and_a_notes_label_are_no_answer_to_a_number_question():
     q = "What was the net profit/(loss) after tax in FY19?"
     units = [unit("u1", "Net profit/(loss) after tax was $(9.8) million (2018: $6.6 million).", 0.6, 0.6)]
-    assert answer_by_rules(q, units, THRESHOLD)["answer"] != "(2018"
+    assert answer_by_rules(q, units, THRESHOLD)["answer"] == "$(9.8) million"  # not the comparative in brackets
+    q2 = "What was the net profit/(loss) after tax in 2018?"  # the bracketed figure is the asked year's here
+    assert answer_by_rules(q2, units, THRESHOLD)["answer"] == "$6.6 million"
     q = "What were the total definite-lived intangible assets?"
     units = [unit("u1", "(6) The total definite-lived intangible assets were $492 at year end.", 0.6, 0.6)]
     assert answer_by_rules(q, units, THRESHOLD)["answer"] == "$492"
+
+
+def test_a_quoted_sentence_does_not_open_with_its_notes_label():
+    units = [unit("u1", "(2) Original Equipment Manufacturers (OEM) are the end-customers of the Company.", 0.6, 0.6)]
+    out = answer_by_rules("What are Original Equipment Manufacturers?", units, THRESHOLD)
+    assert out["answer"] == "Original Equipment Manufacturers (OEM) are the end-customers of the Company."
 
 
 def _ev(uid: str, text: str, score: float, subquery: int, sub_coverage: float) -> EvidenceUnit:
