@@ -71,7 +71,7 @@ def cmd_ask(args, settings: Settings) -> int:
     if not args.question:
         raise StrataError("Give a QUESTION, or --questions FILE.jsonl --out PRED.jsonl.")
     question = " ".join(args.question)
-    result = service.ask(ws, question, args.method, args.top_k, params, args.budget)
+    result = service.ask(ws, question, args.method, args.top_k, params, args.budget, docs=args.doc)
     if args.json:
         print(json.dumps(service.ask_reply(result).to_dict()))
     else:
@@ -94,7 +94,8 @@ def _ask_batch(service, ws: Path, args, params: dict) -> int:
     out_path.parent.mkdir(parents=True, exist_ok=True)
     with out_path.open("w") as out:
         for i, q in enumerate(questions):
-            result = service.ask(ws, q["question"], args.method, args.top_k, params, args.budget)
+            docs = (q.get("meta") or {}).get("doc_scope") if args.scoped else args.doc
+            result = service.ask(ws, q["question"], args.method, args.top_k, params, args.budget, docs=docs)
             out.write(PredictionLine.of(str(q["id"]), result).to_json() + "\n")
             if (i + 1) % 25 == 0:
                 print(f"{i + 1}/{len(questions)} questions", file=sys.stderr)
@@ -153,6 +154,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--questions", help="questions.jsonl (bench format) to answer in one run")
     sp.add_argument("--out", help="predictions.jsonl to write with --questions")
     sp.add_argument("--limit", type=int, default=None)
+    sp.add_argument("--doc", action="append", default=None, metavar="FILE_NAME",
+                    help="ask only this document (its file name, as `inspect` lists it); repeat for several")
+    sp.add_argument("--scoped", action="store_true",
+                    help="with --questions: ask each question of the documents its meta.doc_scope names (TAT-QA, MMLongBench)")
     sp.set_defaults(fn=cmd_ask)
 
     sp = common(sub.add_parser("eval", help="ingest a benchmark folder's corpus and score a method on it"))

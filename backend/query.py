@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +34,7 @@ from backend.retrieval.base import Retriever
 from backend.retrieval.mentions import near_titles
 from backend.retrieval.names import named_first
 from backend.retrieval.references import place_references
+from backend.retrieval.scope import SCOPE_WIDEN, within_scope
 from backend.retrieval.traits import is_long_separate_corpus, is_template_corpus
 from backend.types import (
     Answer,
@@ -88,6 +89,27 @@ def checked_top_k(top_k: Any, settings: Settings) -> int:
     return value
 
 
+MAX_SCOPE = 500  # documents one question may be limited to
+
+
+def checked_scope(corpus: Corpus, docs: Iterable[str] | None) -> frozenset[str]:
+    """The ids of the documents a question is limited to (backend/retrieval/scope.py), given by file
+    name (as the Library lists them) or by id; empty: the whole workspace. A StrataError names any
+    the workspace does not hold."""
+    names = list(dict.fromkeys(n.strip() for n in (docs or []) if n and n.strip()))
+    if not names:
+        return frozenset()
+    if len(names) > MAX_SCOPE:
+        raise StrataError(f"{len(names)} documents were named; a question may be limited to at most {MAX_SCOPE}.")
+    by_name = {d.file_name: d.id for d in corpus.documents.values()}
+    found = {n: by_name.get(n) or (n if n in corpus.documents else None) for n in names}
+    unknown = [n for n, doc in found.items() if doc is None]
+    if unknown:
+        shown = ", ".join(repr(n) for n in unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
+        raise StrataError(f"Not in this workspace: {shown}. Name documents by their file name, as the Library lists them.")
+    return frozenset(doc for doc in found.values() if doc is not None)
+
+
 # ---------------------------------------------------------------- the pipeline
 
 
@@ -131,14 +153,16 @@ class QueryPipeline:
     reader: ReaderSettings
     rank_depth: int = 30
 
-    def retrieve(self, retriever: Retriever, method: str, question: str, top_k: int, params: dict) -> tuple[list[ScoredNode], Trace]:
+    def retrieve(self, retriever: Retriever, method: str, question: str, top_k: int, params: dict,
+                 scope: frozenset[str] = frozenset()) -> tuple[list[ScoredNode], Trace]:
         """The first top_k results of a ranking `rank_depth` deep (or top_k, when deeper): the
         methods cut their candidate lists, the named documents and the references reorder, at the
         depth they are asked for, so a shorter ranking asked for directly would differ from the
         head of the longer one (dev-docugami-10q: strata's check R@5 was 0.924 at top_k 10 against
-        1.000 for the first 10 of 30)."""
+        1.000 for the first 10 of 30). `scope`: document ids the results must come from
+        (backend/retrieval/scope.py; empty: the whole workspace)."""
         trace = Trace(method=method, llm_backend=self.llm.name)
-        depth = max(top_k, self.rank_depth)
+        depth = max(top_k, self.rank_depth) * (SCOPE_WIDEN if scope else 1)
         if retriever.follows_references:
             question = spelt_as_titles(self.corpus, question, trace)
         hits = retriever.retrieve(question, depth, params, trace)
@@ -148,6 +172,8 @@ class QueryPipeline:
             elif is_long_separate_corpus(self.corpus):
                 hits = named_first(self.corpus, question, hits, trace, "Long documents that do not lead to one another")
             hits = place_references(self.corpus, question, hits, depth, trace, lambda: self.question_vectors(question)[0])
+        if scope:
+            hits = within_scope(self.corpus, hits, scope, question, self.question_vectors(question)[0], top_k, trace)
         hits = hits[:top_k]
         trace.llm_calls, trace.llm_tokens = self.llm.usage.snapshot()
         trace.notes.extend(n for n in getattr(self.llm.usage, "notes", []) if n not in trace.notes)
@@ -161,11 +187,12 @@ class QueryPipeline:
         reader = EvidenceReader(self.corpus, self.llm, self.reader.abstain_threshold)
         return reader.read(question, self.question_vectors(question), pack, subqueries_of(trace))
 
-    def run(self, retriever: Retriever, method: str, question: str, top_k: int, params: dict, budget: int) -> AskResult:
+    def run(self, retriever: Retriever, method: str, question: str, top_k: int, params: dict, budget: int,
+            scope: frozenset[str] = frozenset()) -> AskResult:
         """The whole question, with the milliseconds of each stage in timings_ms."""
         timings: dict[str, float] = {}
         t = time.perf_counter()
-        hits, trace = self.retrieve(retriever, method, question, top_k, params)
+        hits, trace = self.retrieve(retriever, method, question, top_k, params, scope)
         timings["retrieve"] = _ms_since(t)
         t = time.perf_counter()
         pack = self.pack(question, hits, budget)

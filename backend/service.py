@@ -20,7 +20,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pydantic import Field
@@ -44,7 +44,7 @@ from backend.llm.base import LLMBackend
 from backend.llm.factory import BACKENDS as LLM_BACKENDS
 from backend.llm.factory import build_llm
 from backend.llm.hf import ModelSource, locate_model
-from backend.query import AskReply, QueryPipeline, checked_question, checked_top_k
+from backend.query import AskReply, QueryPipeline, checked_question, checked_scope, checked_top_k
 from backend.render import BLOCK_COLORS, block_highlights, png_bytes, render_page  # noqa: F401 (ui/parse.py reads BLOCK_COLORS here)
 from backend.retrieval.base import Retriever, get_retriever_class, method_names
 from backend.sessions import SAMPLE_MARKER, SamplePreparation, SessionManager
@@ -336,12 +336,15 @@ class Service:
         budget: int | None = None,
         llm_backend: str | None = None,
         llm_settings: LLMSettings | None = None,
+        docs: Sequence[str] | None = None,
     ) -> AskResult:
         """Retrieve, pack and read (backend.query.QueryPipeline). `llm_backend` (rules | openai | hf)
         overrides settings.reader.llm_backend for this question only; None keeps the setting.
         `llm_settings` (base URL, key, model, call budget ...) replaces settings.llm the same way,
-        so one browser session's LLM choice never reaches another's. The question and top_k are
-        checked against settings.max_question_chars and max_top_k before anything is loaded."""
+        so one browser session's LLM choice never reaches another's. `docs`: file names (or ids)
+        of the documents to ask, none for the whole workspace (backend/retrieval/scope.py). The
+        question and top_k are checked against settings.max_question_chars and max_top_k before
+        anything is loaded."""
         question = checked_question(question, self.settings)
         top_k = checked_top_k(top_k, self.settings)
         method = method or self.settings.retrieval.default_method
@@ -349,9 +352,11 @@ class Service:
         corpus = self.corpus(workspace)
         if not corpus.documents:
             raise EmptyCorpusError("This workspace has no documents yet. Upload a PDF in the Library tab first.")
+        scope = checked_scope(corpus, docs)
         pipeline = self._pipeline(corpus, llm_backend, llm_settings)
         retriever = self.retriever(method, corpus, pipeline.llm)
-        return pipeline.run(retriever, method, question, top_k, dict(params or {}), int(budget or self.settings.reader.token_budget))
+        budget = int(budget or self.settings.reader.token_budget)
+        return pipeline.run(retriever, method, question, top_k, dict(params or {}), budget, scope)
 
     @staticmethod
     def ask_reply(result: AskResult, with_trace: bool = True) -> AskReply:

@@ -142,6 +142,33 @@ def test_eval_on_a_tiny_bench_prints_a_summary(workspace_copy, tmp_path):
     assert sorted(json.loads(line)["id"] for line in preds[0].read_text().splitlines()) == ["tiny-1", "tiny-2", "tiny-3"]
 
 
+def test_ask_of_chosen_documents_and_a_batch_scoped_by_its_questions(workspace_copy, tmp_path):
+    question = "How many trees did the programme plant?"
+    proc = run_cli("ask", "--workspace", str(workspace_copy), "--method", "strata", "--top-k", "5", "--json",
+                   "--doc", "methods_appendix.pdf", "--doc", "data_annex.pdf", question)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["results"] and {r["doc"] for r in out["results"]} <= {"methods_appendix.pdf", "data_annex.pdf"}
+    assert any("Asked of 2 chosen document(s)" in n for n in out["trace"]["notes"])
+
+    proc = run_cli("ask", "--workspace", str(workspace_copy), "--json", "--doc", "no_such_report.pdf", question)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "error: Not in this workspace: 'no_such_report.pdf'" in proc.stderr and "Traceback" not in proc.stderr
+
+    # --scoped asks each question of the documents its meta.doc_scope names (the bench format).
+    questions = tmp_path / "q.jsonl"
+    rows = [{"id": "in-brief", "question": question, "meta": {"doc_scope": ["policy_brief.pdf"]}},
+            {"id": "in-annex", "question": question, "meta": {"doc_scope": ["data_annex.pdf"]}}]
+    questions.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    pred = tmp_path / "pred.jsonl"
+    proc = run_cli("ask", "--workspace", str(workspace_copy), "--method", "bm25", "--top-k", "4", "--questions", str(questions),
+                   "--out", str(pred), "--scoped")
+    assert proc.returncode == 0, proc.stderr
+    lines = {json.loads(line)["id"]: json.loads(line) for line in pred.read_text().splitlines()}
+    assert {r["doc"] for r in lines["in-brief"]["results"]} == {"policy_brief.pdf"}
+    assert {r["doc"] for r in lines["in-annex"]["results"]} == {"data_annex.pdf"}
+
+
 def test_out_of_bounds_input_is_one_line_error_and_a_non_zero_exit(workspace_copy):
     too_long = "Why " + "x" * 2_100 + "?"
     for args, expected in (

@@ -11,10 +11,15 @@ names `ingest` and `ask`.
     c = Client("http://127.0.0.1:7860/")
     c.predict(files=[handle_file("report.pdf")], api_name="/ingest")
     c.predict(question="How many trees were planted?", method="hikey", top_k=5, api_name="/ask")
+    c.predict(question="What was the revenue in 2019?", docs="report.pdf", api_name="/ask")
+
+`docs` limits a question to documents of the workspace: their file names, one per line (or a JSON
+list); empty asks the whole workspace.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import gradio as gr
@@ -29,6 +34,20 @@ from ui.spaces_gpu import gpu_task
 def ask_payload(result: AskResult) -> dict:
     """The /ask reply: the CLI's `ask --json` object (Service.ask_reply) without the trace."""
     return Service.ask_reply(result, with_trace=False).to_dict()
+
+
+def doc_names(text: str | None) -> list[str]:
+    """The /ask `docs` value as file names: one per line, or a JSON list of strings."""
+    text = (text or "").strip()
+    if text.startswith("["):
+        try:
+            names = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise StrataError(f"docs looks like a JSON list but is not one ({exc.msg}). Send file names one per line.") from exc
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise StrataError("docs must be a list of file names (strings).")
+        return names
+    return [line.strip() for line in text.splitlines() if line.strip()]
 
 
 def ingest_payload(report: IngestReport) -> dict:
@@ -46,12 +65,13 @@ def build(service: Service, workspace: gr.State, sample_workspace: Path | None) 
     """Hidden components and the two named endpoints. Call inside the Blocks, before the tabs."""
     max_files = service.settings.max_upload_files
 
-    # The API's parameter names are the callbacks' argument names (files, question, method, top_k).
+    # The API's parameter names are the callbacks' argument names (files, question, method, top_k, docs).
     with gr.Column(visible=False, elem_id="api-endpoints"):
         files_in = gr.File(label="files", file_count="multiple", file_types=[".pdf"])
         question_in = gr.Textbox(label="question")
         method_in = gr.Textbox(label="method", value=service.settings.retrieval.default_method)
         top_k_in = gr.Number(label="top_k", value=service.settings.retrieval.top_k, precision=0)
+        docs_in = gr.Textbox(label="docs", value="")
         reply = gr.JSON(label="reply")
         ingest_trigger = gr.Button("ingest")
         ask_trigger = gr.Button("ask")
@@ -71,16 +91,17 @@ def build(service: Service, workspace: gr.State, sample_workspace: Path | None) 
 
     @gpu_task
     @user_errors
-    def ask(question: str, method: str, top_k: float | None, workspace_value: str):
-        """Answer a question over this client's workspace (the sample corpus plus what it ingested)."""
+    def ask(question: str, method: str, top_k: float | None, docs: str | None, workspace_value: str):
+        """Answer a question over this client's workspace (the sample corpus plus what it ingested), or
+        over the documents `docs` names (file names, one per line)."""
         ws = session_workspace(workspace_value)
         # top_k goes to the service as sent (None = the default), so 0 or 10,000 is refused there, not replaced.
-        result = service.ask(ws, question, method=method or None, top_k=top_k)
+        result = service.ask(ws, question, method=method or None, top_k=top_k, docs=doc_names(docs))
         return ask_payload(result)
 
     # The lowest limit given to a concurrency group is its limit (the Library's ingest and the Ask tab share these):
     # one ingest at a time (a parse worker and the encoders use both cores), two questions at a time.
     ingest_trigger.click(ingest, inputs=[files_in, workspace], outputs=[reply], api_name="ingest",
                          concurrency_limit=1, concurrency_id="ingest")
-    ask_trigger.click(ask, inputs=[question_in, method_in, top_k_in, workspace], outputs=[reply], api_name="ask",
+    ask_trigger.click(ask, inputs=[question_in, method_in, top_k_in, docs_in, workspace], outputs=[reply], api_name="ask",
                       concurrency_limit=2, concurrency_id="ask")

@@ -1,8 +1,9 @@
-"""Ask tab: a question, a retrieval method with its parameters, the LLM backend, top-k and the
-evidence budget in; the answer (or a clearly marked abstention) with numbered citation chips
-out. A chip shows the cited sentence, row or region boxed on its page. Below: the traversal
-replay (ui/replay.py), the packed evidence as a tree with a budget slider that re-packs on
-release, the ranked results, and saving a run as JSON or loading one back into the views.
+"""Ask tab: a question, a retrieval method with its parameters, the LLM backend, top-k, the
+evidence budget and (optionally) the documents to ask in; the answer (or a clearly marked
+abstention) with numbered citation chips out. A chip shows the cited sentence, row or region
+boxed on its page. Below: the traversal replay (ui/replay.py), the packed evidence as a tree
+with a budget slider that re-packs on release, the ranked results, and saving a run as JSON or
+loading one back into the views.
 
 The session keeps the last run (an `AskResult`) in a `gr.State`, so picking a citation,
 re-packing or exporting needs no new question. It also keeps a small digest of the session's
@@ -98,6 +99,10 @@ def build(service: Service, workspace: gr.State, with_examples: bool, session_se
                 128, 8192, value=settings.reader.token_budget, step=64, label="Evidence token budget", scale=2,
                 elem_id="ask-budget",
             )
+        docs = gr.Dropdown(
+            label="Only these documents", choices=[], value=[], multiselect=True, elem_id="ask-docs",
+            info="Empty: the whole workspace. Pick a report to ask it alone; the list is read when you open it.",
+        )
         with gr.Accordion(_params_title(methods[default_method]), open=False, elem_id="ask-params-panel") as params_panel:
             with gr.Row():
                 slots = [
@@ -208,14 +213,14 @@ def build(service: Service, workspace: gr.State, with_examples: bool, session_se
     @gpu_task
     @user_errors
     def ask(workspace_value: str, session, history: AskHistory | None, text: str, method_name: str, backend: str, k: float,
-            budget_tokens: float, *values):
+            budget_tokens: float, chosen_docs: list[str] | None, *values):
         ws = session_workspace(workspace_value)
         info = methods.get(method_name)
         if info is None:
             raise StrataError(f"Unknown method '{method_name}'. Pick one from the Method menu.")
         result = service.ask(
             ws, text, method=method_name, top_k=int(k), params=_param_values(info, values), budget=int(budget_tokens),
-            llm_backend=backend, llm_settings=getattr(session, "llm", None),
+            llm_backend=backend, llm_settings=getattr(session, "llm", None), docs=chosen_docs or None,
         )
         # Compared with the other methods' earlier runs of this question, before this run joins them.
         return (*show_run(ws, result, render_contribution(result, contribution(result, history))), remember(history, result))
@@ -262,6 +267,13 @@ def build(service: Service, workspace: gr.State, with_examples: bool, session_se
         # The file box is emptied once the run is shown, ready for the next file.
         return (*show_run(ws, read_run(Path(path))), None)
 
+    @user_errors
+    def list_docs(workspace_value: str, chosen: list[str] | None):
+        """The workspace's documents as the menu's choices, read when it opens (uploads land in the
+        Library tab); a chosen one that is gone is dropped."""
+        names = sorted(d.file_name for d in service.documents(session_workspace(workspace_value)))
+        return gr.update(choices=names, value=[n for n in (chosen or []) if n in names])
+
     def choose_method(name: str):
         info = methods.get(name)
         if info is None:
@@ -283,7 +295,7 @@ def build(service: Service, workspace: gr.State, with_examples: bool, session_se
         answer, contributed, citations, facts, citation_image, results, pack, repack_budget, replay_accordion, panel.header,
         *panel.load_outputs, run_state, export,
     ]
-    inputs = [workspace, session, history_state, question, method, llm_backend, top_k, budget, *slots]
+    inputs = [workspace, session, history_state, question, method, llm_backend, top_k, budget, docs, *slots]
     # The tab's events stay out of the API docs: programs use the named /ask endpoint (ui/api.py).
     private = {"api_visibility": "private"}
     for trigger in (ask_button.click, question.submit):
@@ -304,6 +316,7 @@ def build(service: Service, workspace: gr.State, with_examples: bool, session_se
         load_run, inputs=[workspace, run_file], outputs=[*run_outputs, run_file], show_progress_on=[answer], **private
     )
     method.change(choose_method, inputs=[method], outputs=[method, params_panel, *slots], queue=False, **private)
+    docs.focus(list_docs, inputs=[workspace, docs], outputs=[docs], queue=False, **private)
     # Not session_settings.change: Gradio hashes a watched state's value, and the settings hold
     # pydantic objects it cannot hash. The caller wires `follow` to the Settings tab's Apply.
     return AskTab(question=question, ask_button=ask_button, follow=follow_settings, follow_outputs=[llm_backend, top_k, budget])

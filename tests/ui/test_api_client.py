@@ -41,7 +41,7 @@ def test_the_named_endpoints_are_listed(app_url):
     client = gradio_client.Client(app_url, verbose=False)
     endpoints = client.view_api(return_format="dict", print_info=False)["named_endpoints"]
     assert {"/ingest", "/ask"} <= set(endpoints)
-    assert [p["parameter_name"] for p in endpoints["/ask"]["parameters"]] == ["question", "method", "top_k"]
+    assert [p["parameter_name"] for p in endpoints["/ask"]["parameters"]] == ["question", "method", "top_k", "docs"]
     assert [p["parameter_name"] for p in endpoints["/ingest"]["parameters"]] == ["files"]
 
 
@@ -68,6 +68,17 @@ def test_ingest_then_ask_through_gradio_client(app_url, tmp_path):
     # The sample corpus is there too (a client's workspace starts as a copy of it).
     sample = client.predict(question="How many trees did the programme plant?", method="bm25", top_k=5, api_name="/ask")
     assert any(r["doc"] == "policy_brief.pdf" for r in sample["results"])
+
+    # Asked of the sample's policy brief only, the same question gets no result from the new PDF;
+    # a name the workspace does not hold is refused with a message that names it.
+    scoped = client.predict(question=QUESTION, method="strata", top_k=5, docs="policy_brief.pdf", api_name="/ask")
+    assert scoped["results"] and {r["doc"] for r in scoped["results"]} == {"policy_brief.pdf"}
+    both = client.predict(question=QUESTION, method="bm25", top_k=5, docs='["zorblax_notes.pdf", "policy_brief.pdf"]',
+                          api_name="/ask")
+    assert both["results"][0]["doc"] == "zorblax_notes.pdf"
+    with pytest.raises(Exception) as err:
+        client.predict(question=QUESTION, method="bm25", top_k=3, docs="no_such_report.pdf", api_name="/ask")
+    assert "Not in this workspace: 'no_such_report.pdf'" in str(err.value) and "Traceback" not in str(err.value)
 
     # Another client has its own workspace: the PDF above is not in it.
     other = gradio_client.Client(app_url, verbose=False)
