@@ -7,11 +7,12 @@ knows which report they mean says so, and the answer must come from it.
 
 Every method ranks the whole workspace as it always does, asked `SCOPE_WIDEN` times deeper; the
 results in the chosen documents keep the method's order, and when they are fewer than asked the
-rest of the chosen documents' components follow by the question's hybrid score (dense on a
-template corpus, as every method there), so a scoped question always gets its results. The trace
-says how many came from each.
+rest of the chosen documents' components follow by the question's hybrid score over them
+(min-max within the chosen documents; dense on a template corpus, as every method there), so a
+scoped question always gets its results. The trace says how many came from each.
 
-Not here: checking the documents named (backend/query.py's `checked_scope`), or changing what a method does.
+Not here: checking the documents named (backend/query.py's `checked_scope`), or changing what a
+method does.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from backend.retrieval.lilac.retriever import graph_arrays
-from backend.retrieval.scoring import hybrid_scores
+from backend.retrieval.scoring import fuse_minmax
 from backend.retrieval.traits import TEMPLATE_ALPHA, is_template_corpus
 from backend.types import RankStep, ScoredNode, Trace
 
@@ -40,9 +41,10 @@ def within_scope(corpus, hits: list[ScoredNode], scope: frozenset[str], question
         rows = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
         seen = {h.node_id for h in kept}
         rows = np.array([r for r in rows if comps.ids[r] not in seen], dtype=np.int64)
-        if rows.size:
+        if rows.size:  # min-max over the scope's own rows, their exact cosines (an approximate layer has them too)
             alpha = TEMPLATE_ALPHA if is_template_corpus(corpus) else SCOPE_ALPHA
-            scores = hybrid_scores(comps, question, qvec, alpha)[rows]
+            lexical = np.asarray(comps.lexical.scores(question), dtype=np.float32)[rows]
+            scores = fuse_minmax(lexical, comps.dense.scores_of(rows, qvec), alpha)
             order = np.lexsort((rows, -scores))[: k - len(kept)]
             added = [ScoredNode(node_id=comps.ids[rows[i]], score=round(float(scores[i]), 6),
                                 why=f"in the chosen documents (hybrid alpha={alpha:g})") for i in order]
