@@ -8,8 +8,10 @@ import pytest
 
 from backend.errors import StrataError
 from backend.retrieval.base import get_retriever_class, method_names
+from backend.retrieval.scope import within_scope
+from backend.types import Trace
 from backend.query import MAX_SCOPE, checked_scope
-from tests.fakes import FILMS, FILMS_QUESTION, build_corpus, doc_of, pipeline_for
+from tests.fakes import FILMS, FILMS_QUESTION, build_corpus, doc_of, pipeline_for, with_approximate_layer
 
 GREY = "Grey_Morning.pdf"
 
@@ -59,3 +61,16 @@ def test_the_methods_own_order_comes_first_and_the_scopes_hybrid_ranking_fills_t
     # Every component of the chosen documents is reachable, each once.
     comps = [c for c in films.layers["components"].ids if doc_of(films, c) in names]
     assert sorted(r.node_id for r in scoped.results) == sorted(comps)
+
+
+def test_the_fill_reads_the_chosen_rows_exact_cosines_on_an_approximate_layer(service, films):
+    # A 100k-page workspace's layer is approximate: outside its few dense candidates a row's cosine
+    # is a floor, so a fill from the layer's own scores would rank the scope by BM25 alone.
+    approx = with_approximate_layer(films, "components", candidates=1)
+    question = "Which war drama was filmed in the north?"
+    scope = checked_scope(films, [GREY, "Red_Valley.pdf", "Night_Train.pdf", "Cinema_Guide.pdf"])
+    qvec = service.encoder.encode([question])[0]
+    got = within_scope(approx, [], scope, question, qvec, 10, Trace(method="hybrid"))
+    exact = within_scope(films, [], scope, question, qvec, 10, Trace(method="hybrid"))
+    assert [h.node_id for h in got] == [h.node_id for h in exact]
+    assert [h.score for h in got] == pytest.approx([h.score for h in exact], abs=0.01)  # its stored vectors are compressed
