@@ -68,6 +68,9 @@ def cmd_ask(args, settings: Settings) -> int:
         if not args.out:
             raise StrataError("--questions needs --out PRED.jsonl")
         return _ask_batch(service, ws, args, params)
+    if args.scoped:
+        raise StrataError("--scoped reads each question's meta.doc_scope: use it with --questions; "
+                          "for one question, name the documents with --doc.")
     if not args.question:
         raise StrataError("Give a QUESTION, or --questions FILE.jsonl --out PRED.jsonl.")
     question = " ".join(args.question)

@@ -154,6 +154,8 @@ def test_ask_of_chosen_documents_and_a_batch_scoped_by_its_questions(workspace_c
     proc = run_cli("ask", "--workspace", str(workspace_copy), "--json", "--doc", "no_such_report.pdf", question)
     assert proc.returncode == 2 and proc.stdout == ""
     assert "error: Not in this workspace: 'no_such_report.pdf'" in proc.stderr and "Traceback" not in proc.stderr
+    proc = run_cli("ask", "--workspace", str(workspace_copy), "--scoped", question)
+    assert proc.returncode == 2 and "--scoped reads each question's meta.doc_scope" in proc.stderr
 
     # --scoped asks each question of the documents its meta.doc_scope names (the bench format).
     questions = tmp_path / "q.jsonl"
