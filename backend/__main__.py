@@ -112,7 +112,7 @@ def cmd_eval(args, settings: Settings) -> int:
 
     report = run_eval(
         settings, _workspace(args, settings), Path(args.bench), args.method, service=Service(settings), top_k=args.top_k,
-        limit=args.limit, out_dir=Path(args.out_dir) if args.out_dir else None,
+        limit=args.limit, out_dir=Path(args.out_dir) if args.out_dir else None, scoped=args.scoped,
     )
     print(report.text())
     return 0
@@ -169,6 +169,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--top-k", type=int, default=30)
     sp.add_argument("--limit", type=int, default=None)
     sp.add_argument("--out-dir", default=None, help="where predictions are written (default: WORKSPACE/eval)")
+    sp.add_argument("--scoped", action="store_true",
+                    help="ask each question of the documents its meta.doc_scope names; reported as 'METHOD (scoped)'")
     sp.set_defaults(fn=cmd_eval)
 
     sp = common(sub.add_parser("inspect", help="list the documents of a workspace"))

@@ -640,9 +640,11 @@ class Service:
         budget: int | None = None,
         llm_backend: str | None = None,
         llm_settings: LLMSettings | None = None,
+        scoped: bool = False,
     ) -> list[EvalReport]:
         """Run each method over the benchmark (its corpus ingested once into its own workspace)
-        and score it; `progress` gets (index of the method, event)."""
+        and score it; `progress` gets (index of the method, event). `scoped`: ask each question of
+        the documents its meta.doc_scope names (run_eval)."""
         names = list(dict.fromkeys(m for m in methods or [] if m))
         if not names:
             raise StrataError("No method to evaluate. Pick at least one method.")
@@ -657,7 +659,7 @@ class Service:
                 run_eval(
                     self.settings, workspace, bench, name, top_k=top_k, limit=limit, out_dir=workspace / "eval", service=self,
                     progress=(lambda ev, i=i: progress(i, ev)) if progress else None, budget=budget,
-                    llm_backend=llm_backend, llm_settings=llm_settings,
+                    llm_backend=llm_backend, llm_settings=llm_settings, scoped=scoped,
                 )
             )
         return reports

@@ -141,6 +141,16 @@ def test_eval_on_a_tiny_bench_prints_a_summary(workspace_copy, tmp_path):
     assert len(preds) == 1
     assert sorted(json.loads(line)["id"] for line in preds[0].read_text().splitlines()) == ["tiny-1", "tiny-2", "tiny-3"]
 
+    # --scoped: each question asked of its meta.doc_scope, and the report says so.
+    questions[0]["meta"] = {"doc_scope": ["methods_appendix.pdf"]}
+    (bench / "questions.jsonl").write_text("".join(json.dumps(x) + "\n" for x in questions))
+    proc = run_cli("eval", "--workspace", str(workspace_copy), "--bench", str(bench), "--method", "hybrid", "--out-dir",
+                   str(out_dir), "--scoped", "--limit", "1")
+    assert proc.returncode == 0, proc.stderr
+    assert "method=hybrid (scoped)" in proc.stdout
+    scoped = out_dir / "tiny.hybrid.scoped.jsonl"
+    assert {r["doc"] for r in json.loads(scoped.read_text().splitlines()[0])["results"]} == {"methods_appendix.pdf"}
+
 
 def test_ask_of_chosen_documents_and_a_batch_scoped_by_its_questions(workspace_copy, tmp_path):
     question = "How many trees did the programme plant?"

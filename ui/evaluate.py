@@ -213,6 +213,10 @@ def build(service: Service, workspace: gr.State, session_settings: gr.State) -> 
                 )
                 methods = gr.CheckboxGroup(choices=names, value=default_methods, label="Methods", elem_id="eval-methods")
                 limit = gr.Slider(1, 500, value=DEFAULT_LIMIT, step=1, label="Questions (the first N of the collection)", elem_id="eval-limit")
+                scoped = gr.Checkbox(
+                    value=False, label="Ask each question of its own documents (meta.doc_scope)", elem_id="eval-scoped",
+                    info="As a person who knows the report would (TAT-QA, MMLongBench); rows read 'METHOD (scoped)'.",
+                )
                 ingest_info = gr.HTML(elem_id="eval-ingest-note")
                 run_button = gr.Button("Run evaluation", variant="primary", elem_id="eval-run")
             with gr.Column(scale=2):
@@ -256,7 +260,8 @@ def build(service: Service, workspace: gr.State, session_settings: gr.State) -> 
         return bench_ingest_note(service, bench_path, session_workspace(workspace_value)) if bench_path else ""
 
     @user_errors
-    def run(workspace_value: str, settings, bench_path: str | None, chosen: list[str], n: float, by: str, progress=gr.Progress()):
+    def run(workspace_value: str, settings, bench_path: str | None, chosen: list[str], n: float, by: str, scoped_run: bool,
+            progress=gr.Progress()):
         ws = writable_workspace(workspace_value)  # the exports (and an uploaded collection's index) are written there
         if not bench_path:
             raise StrataError("Pick a benchmark collection (or upload a zip of one) first.")
@@ -265,7 +270,8 @@ def build(service: Service, workspace: gr.State, session_settings: gr.State) -> 
         opts = settings.ask_options()
         prepare_run(service, Path(bench_path), ws, chosen, opts, progress)
         reports = service.evaluate(
-            Path(bench_path), ws, chosen, limit=int(n), top_k=EVAL_TOP_K, progress=method_progress(progress, chosen), **opts
+            Path(bench_path), ws, chosen, limit=int(n), top_k=EVAL_TOP_K, progress=method_progress(progress, chosen),
+            scoped=bool(scoped_run), **opts,
         )
         overall = service.eval_rows(reports, "overall")
         csv_path, json_path = service.export_eval(reports, ws)
@@ -291,7 +297,7 @@ def build(service: Service, workspace: gr.State, session_settings: gr.State) -> 
               concurrency_limit=1, concurrency_id="evaluate", **PRIVATE)
     # The placeholder goes before the run starts, so the progress bar covers an empty box.
     run_button.click(lambda: RUNNING, outputs=[status], queue=False, **PRIVATE).then(
-        run, inputs=[workspace, session_settings, bench, methods, limit, breakdown_by],
+        run, inputs=[workspace, session_settings, bench, methods, limit, breakdown_by, scoped],
         outputs=[status, metrics, plot, downloads, csv_button, json_button, breakdown_panel, breakdown, breakdown_plot,
                  records_panel, records, reports_state, ingest_info],
         concurrency_limit=1, concurrency_id="evaluate", show_progress_on=[status], **PRIVATE,

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Protocol
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -61,7 +61,7 @@ class GoldRef(BaseModel):
 class BenchQuestion(BaseModel):
     """One line of a collection's questions.jsonl (fields the UI and the runner use)."""
 
-    model_config = ConfigDict(extra="ignore")  # source, answer_format, meta ... are not needed here
+    model_config = ConfigDict(extra="ignore")  # answer_format ... are not needed here
 
     id: str
     question: str
@@ -71,6 +71,14 @@ class BenchQuestion(BaseModel):
     modality: str | None = None
     hops: int | None = None
     source: str = ""
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def doc_scope(self) -> list[str]:
+        """The documents the original task gives with the question (`meta.doc_scope`: TAT-QA,
+        MMLongBench), as file names; empty when it gives none."""
+        scope = self.meta.get("doc_scope")
+        return [d for d in scope if isinstance(d, str)] if isinstance(scope, list) else []
 
     @property
     def scored(self) -> bool:

@@ -164,8 +164,12 @@ def run_eval(
     settings: Settings, workspace: Path, bench: Path, method: str | None, *, service: EvalService, top_k: int = 30,
     limit: int | None = None, out_dir: Path | None = None, progress: EvalProgressSink | None = None, budget: int | None = None,
     llm_backend: str | None = None, llm_settings: LLMSettings | None = None, ingest: bool = True, params: dict | None = None,
+    scoped: bool = False,
 ) -> EvalReport:
     """Ingest `bench`'s corpus into `workspace`, answer its questions with `method`, score them.
+    `scoped`: ask each question of the documents its `meta.doc_scope` names (the whole workspace
+    when it names none); the report and its predictions are labelled "METHOD (scoped)", so they
+    are never read as the corpus-wide figures.
 
     A question that fails (a StrataError) is recorded with its error and the run goes on; only
     when every question fails does the run raise, with the first error."""
@@ -177,18 +181,20 @@ def run_eval(
     questions = load_questions(bench, limit)
     out_dir = out_dir or workspace / "eval"
     out_dir.mkdir(parents=True, exist_ok=True)
-    pred_path = out_dir / f"{bench.name}.{method}.jsonl"
+    label = f"{method} (scoped)" if scoped else method
+    pred_path = out_dir / f"{bench.name}.{method}{'.scoped' if scoped else ''}.jsonl"
     # Only what the caller set, so a service without per-call LLM settings still runs the CLI's eval.
     ask_options = {k: v for k, v in (("budget", budget), ("llm_backend", llm_backend), ("llm_settings", llm_settings),
                                      ("params", params)) if v is not None}
 
     def ask(q: BenchQuestion) -> AskResult:
-        return service.ask(workspace, q.question, method, top_k, **ask_options)
+        docs = {"docs": q.doc_scope} if scoped and q.doc_scope else {}
+        return service.ask(workspace, q.question, method, top_k, **ask_options, **docs)
 
-    records = _answer_all(questions, ask, method, pred_path, emit, bench.name)
+    records = _answer_all(questions, ask, label, pred_path, emit, bench.name)
     if records and all(r.error for r in records):
-        raise StrataError(f"Every question of '{bench.name}' failed with {method}: {records[0].error}")
-    report = _report(method, bench.name, len(questions), pred_path, records, failures)
+        raise StrataError(f"Every question of '{bench.name}' failed with {label}: {records[0].error}")
+    report = _report(label, bench.name, len(questions), pred_path, records, failures)
     score = find_score_script(bench)
     if score is not None:
         emit(EvalProgress("score", 0, 1, "score.py"))

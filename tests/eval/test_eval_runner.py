@@ -161,6 +161,24 @@ def test_run_eval_keeps_the_cli_call_working(bench_service, evaluated, tmp_path)
 
 
 @pytest.mark.slow
+def test_a_scoped_run_asks_each_question_of_its_documents_and_says_so(bench_service, evaluated, tmp_path):
+    bench, _, _ = evaluated
+    scoped = tmp_path / "scoped"
+    shutil.copytree(bench, scoped)
+    rows = [json.loads(line) for line in (scoped / "questions.jsonl").read_text().splitlines()]
+    rows[0]["meta"] = {"doc_scope": ["data_annex.pdf"]}  # t1's gold is in the brief: asked of the annex, it is missed
+    (scoped / "questions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    ws = bench_service.benchmark_workspace(bench, bench_service.new_session_workspace())
+    report = run_eval(bench_service.settings, ws, scoped, "bm25", top_k=30, limit=2, service=bench_service, scoped=True,
+                      ingest=False)
+    assert report.method == "bm25 (scoped)" and report.predictions.name.endswith(".bm25.scoped.jsonl")
+    lines = {json.loads(line)["id"]: json.loads(line) for line in report.predictions.read_text().splitlines()}
+    assert {r["doc"] for r in lines["t1"]["results"]} == {"data_annex.pdf"}
+    assert len({r["doc"] for r in lines["t2"]["results"]}) == 2  # no doc_scope: the whole workspace
+    assert [r.method for r in metric_rows([report])] == ["bm25 (scoped)"]
+
+
+@pytest.mark.slow
 def test_compare_runs_each_method_once_in_order(bench_service, evaluated, session_ws):
     bench, _, _ = evaluated
     ws = bench_service.benchmark_workspace(bench, session_ws)

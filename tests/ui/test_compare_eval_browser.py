@@ -28,7 +28,8 @@ SECRET_KEY = "sk-strata-test-7f3c9a1e5b"
 SHARED_BENCH = SHARED / "bench"
 BENCH_QUESTIONS = [
     {"id": "b1", "question": QUESTION, "answers": ["4,820"], "unanswerable": False,
-     "gold": [{"doc": "policy_brief.pdf", "page": 2}], "modality": "text", "hops": 1},
+     "gold": [{"doc": "policy_brief.pdf", "page": 2}], "modality": "text", "hops": 1,
+     "meta": {"doc_scope": ["data_annex.pdf"]}},  # another document than its gold's: a scoped run misses it
     {"id": "b2", "question": "How many air temperature sensors are in Saltmarsh?", "answers": ["5"], "unanswerable": False,
      "gold": [{"doc": "data_annex.pdf", "page": 2}], "modality": "table", "hops": 1},
     {"id": "b3", "question": "What is the mayor's favourite colour?", "answers": [], "unanswerable": True, "gold": [],
@@ -183,6 +184,17 @@ def test_evaluate_an_uploaded_benchmark(session, bench_zip, tmp_path):
     assert overall["bm25"]["questions"] == "3" and overall["bm25"]["scored"] == "2" and overall["bm25"]["unanswerable"] == "1"
     assert 0.0 <= float(overall["bm25"]["recall_at_10"]) <= 1.0
     assert {r["group"] for r in rows if r["breakdown"] == "modality"} >= {"text", "table"}
+
+    # Asked of each question's own documents, the run is labelled so; b1's meta names the annex,
+    # whose pages do not hold its gold.
+    page.locator("#eval-scoped").get_by_label("Ask each question of its own documents (meta.doc_scope)").check()
+    _check(page, "eval-methods", "hikey", False)
+    done = page.locator("#eval-status .st-eval-done")
+    page.locator("#eval-run").click()
+    sync_api.expect(page.locator("#eval-metrics")).to_contain_text("bm25 (scoped)", timeout=4 * INGEST_TIMEOUT_MS)
+    sync_api.expect(done).to_be_visible()
+    sync_api.expect(page.locator("#eval-metrics")).not_to_contain_text("hikey")
+    page.locator("#eval-scoped").get_by_label("Ask each question of its own documents (meta.doc_scope)").uncheck()
     assert page.page_errors == []
 
 
