@@ -39,8 +39,8 @@ def within_scope(corpus, hits: list[ScoredNode], scope: frozenset[str], question
         ga = graph_arrays(corpus)
         parts = [ga.doc_components[d] for d in sorted(scope) if d in ga.doc_components]
         rows = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
-        seen = {h.node_id for h in kept}
-        rows = np.array([r for r in rows if comps.ids[r] not in seen], dtype=np.int64)
+        placed = [ga.comp_row[h.node_id] for h in kept if h.node_id in ga.comp_row]
+        rows = rows[~np.isin(rows, placed)]  # the method's own results are not added twice
         if rows.size:  # min-max over the scope's own rows, their exact cosines (an approximate layer has them too)
             alpha = TEMPLATE_ALPHA if is_template_corpus(corpus) else SCOPE_ALPHA
             lexical = np.asarray(comps.lexical.scores(question), dtype=np.float32)[rows]
