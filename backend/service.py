@@ -572,9 +572,11 @@ class Service:
         budget: int | None = None,
         llm_backend: str | None = None,
         llm_settings: LLMSettings | None = None,
+        docs: Sequence[str] | None = None,
     ) -> list[AskResult]:
         """The same question through each method, in the order given (repeats dropped), one
-        AskResult per method. `params` maps a method name to its parameters."""
+        AskResult per method. `params` maps a method name to its parameters; `docs` asks every
+        method of the same documents (ask)."""
         names = list(dict.fromkeys(m for m in methods or [] if m))
         if not names:
             raise StrataError("No method to compare. Pick two to four methods.")
@@ -584,7 +586,10 @@ class Service:
             get_retriever_class(name)  # an unknown name fails before any method runs
         params = params or {}
         return [
-            self.ask(workspace, question, name, top_k, params.get(name), budget, llm_backend=llm_backend, llm_settings=llm_settings)
+            self.ask(
+                workspace, question, name, top_k, params.get(name), budget, llm_backend=llm_backend, llm_settings=llm_settings,
+                docs=docs,
+            )
             for name in names
         ]
 
@@ -604,6 +609,12 @@ class Service:
 
     def benchmark_questions(self, bench: Path, session_workspace: Path, limit: int | None = None) -> list[BenchQuestion]:
         return load_questions(self._allowed_benchmark(bench, session_workspace), limit)
+
+    def benchmark_documents(self, bench: Path, session_workspace: Path) -> list[str]:
+        """The file names of a benchmark's corpus, sorted: the documents a question over its
+        workspace can be asked of, known before the corpus is ingested."""
+        bench = self._allowed_benchmark(bench, session_workspace)
+        return sorted(p.name for p in (bench / "corpus").glob("*.pdf"))
 
     def unpack_benchmark(self, archive: Path, session_workspace: Path) -> Path:
         """Unpack an uploaded zip of a benchmark folder into the session's workspace (it goes when

@@ -5,6 +5,9 @@ pages typed in) every result is marked hit or miss on its page, as ../shared/ben
 
 A benchmark question is asked over that benchmark's own workspace (its corpus, ingested once),
 never over the user's documents; a question typed by the user runs over the session's workspace.
+"Only these documents" asks every compared method of the same documents (the whole workspace
+when empty); a benchmark question that names its documents (`meta.doc_scope`: TAT-QA,
+MMLongBench) fills it when picked.
 The render functions here are pure: results in, escaped HTML out.
 """
 
@@ -187,9 +190,15 @@ def build(service: Service, workspace: gr.State, session_settings: gr.State) -> 
                 elem_id="compare-question",
             )
             compare_button = gr.Button("Compare", variant="primary", scale=1, elem_id="compare-button")
-        methods = gr.CheckboxGroup(
-            choices=names, value=default_methods, label=f"Methods ({MIN_METHODS} to {MAX_METHODS})", elem_id="compare-methods",
-        )
+        with gr.Row(equal_height=True):
+            methods = gr.CheckboxGroup(
+                choices=names, value=default_methods, label=f"Methods ({MIN_METHODS} to {MAX_METHODS})", elem_id="compare-methods",
+                scale=3,
+            )
+            docs = gr.Dropdown(
+                label="Only these documents", choices=[], value=[], multiselect=True, elem_id="compare-docs", scale=2,
+                info="Every method is asked of the same documents; empty asks all of them.",
+            )
         # The picker sits in plain view, where the text above says to pick a benchmark question.
         with gr.Row(elem_id="compare-bench-row"):
             bench = gr.Dropdown(
@@ -211,27 +220,40 @@ def build(service: Service, workspace: gr.State, session_settings: gr.State) -> 
         summary = gr.HTML(BEFORE_COMPARING, elem_id="compare-summary")
         overlap = gr.HTML(elem_id="compare-overlap")
         columns = gr.HTML(elem_id="compare-columns")
-        questions_state = gr.State({})  # question id -> (question, gold text) of the chosen collection
+        questions_state = gr.State({})  # question id -> (question, gold text, documents it names) of the chosen collection
 
     @user_errors
     def load_bench(bench_path: str, workspace_value: str):
         if not bench_path:
             return gr.update(choices=[], value=None), {}
         qs = service.benchmark_questions(Path(bench_path), session_workspace(workspace_value), limit=MAX_BENCH_QUESTIONS)
-        table = {q.id: (q.question, gold_text(q.gold)) for q in qs}
+        table = {q.id: (q.question, gold_text(q.gold), q.doc_scope) for q in qs}
         choices = [(f"{q.id}: {snippet(q.question, 90)}", q.id) for q in qs]
         return gr.update(choices=choices, value=None), table
 
     def pick_question(qid: str | None, table: dict):
+        """The question, its gold pages and the documents it names; it is asked of the benchmark's corpus."""
         if not qid or qid not in table:
-            return gr.update(), gr.update(), gr.update()
-        text, gold_lines = table[qid]
-        return text, gold_lines, BENCH
+            return gr.update(), gr.update(), gr.update(), gr.update()
+        text, gold_lines, scope = table[qid]
+        return text, gold_lines, BENCH, gr.update(choices=scope, value=scope)
+
+    @user_errors
+    def list_docs(workspace_value: str, where: str, bench_path: str, chosen: list[str] | None):
+        """The documents of the corpus searched, as the menu's choices: the session's documents, or
+        the benchmark's files. Read when the menu opens or the corpus changes; a chosen name that is
+        not among them is dropped."""
+        ws = session_workspace(workspace_value)
+        if where == BENCH:
+            names = service.benchmark_documents(Path(bench_path), ws) if bench_path else []
+        else:
+            names = sorted(d.file_name for d in service.documents(ws))
+        return gr.update(choices=names, value=[n for n in (chosen or []) if n in names])
 
     @gpu_task
     @user_errors
     def compare(workspace_value: str, settings, text: str, chosen: list[str], gold_value: str, where: str, bench_path: str,
-                progress=gr.Progress()):
+                chosen_docs: list[str] | None, progress=gr.Progress()):
         ws = session_workspace(workspace_value)
         if not MIN_METHODS <= len(chosen or []) <= MAX_METHODS:
             raise StrataError(f"Tick {MIN_METHODS} to {MAX_METHODS} methods to compare ({len(chosen or [])} ticked).")
@@ -246,20 +268,29 @@ def build(service: Service, workspace: gr.State, session_settings: gr.State) -> 
             )
         opts = settings.ask_options()
         progress(0.1, desc=f"Asking {len(chosen)} methods")
-        results = service.compare(ws, text, chosen, top_k=settings.top_k, **opts)
+        results = service.compare(ws, text, chosen, top_k=settings.top_k, docs=chosen_docs or None, **opts)
         hits = found = None
         if gold_refs:
             hits = [service.gold_hits(r.results, gold_refs) for r in results]
             found = [gold_found(r, gold_refs) for r in results]
         note = (
             f'<div class="st-muted">top-k {settings.top_k} · evidence budget {settings.token_budget} tokens · '
-            f"LLM {esc(settings.describe())} (change these in Settings)</div>"
+            f"LLM {esc(settings.describe())} (change these in Settings)"
+            + (f" · asked of {len(chosen_docs)} document(s): {esc(snippet(', '.join(chosen_docs), 160))}" if chosen_docs else "")
+            + "</div>"
         )
         return note, render_summary(results, hits, found), render_overlap(results), render_columns(results, hits)
 
-    bench.change(load_bench, inputs=[bench, workspace], outputs=[bench_question, questions_state], api_visibility="private")
-    bench_question.input(pick_question, inputs=[bench_question, questions_state], outputs=[question, gold, corpus], api_visibility="private")
-    inputs = [workspace, session_settings, question, methods, gold, corpus, bench]
+    # Another collection: its questions, and the chosen documents kept only where the corpus searched has them.
+    bench.change(load_bench, inputs=[bench, workspace], outputs=[bench_question, questions_state], api_visibility="private").then(
+        list_docs, inputs=[workspace, corpus, bench, docs], outputs=[docs], queue=False, api_visibility="private",
+    )
+    bench_question.input(
+        pick_question, inputs=[bench_question, questions_state], outputs=[question, gold, corpus, docs], api_visibility="private",
+    )
+    for trigger in (docs.focus, corpus.input):
+        trigger(list_docs, inputs=[workspace, corpus, bench, docs], outputs=[docs], queue=False, api_visibility="private")
+    inputs = [workspace, session_settings, question, methods, gold, corpus, bench, docs]
     outputs = [settings_note, summary, overlap, columns]
     for trigger in (compare_button.click, question.submit):
         trigger(compare, inputs=inputs, outputs=outputs, concurrency_limit=2, concurrency_id="compare",

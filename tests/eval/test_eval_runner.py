@@ -190,6 +190,22 @@ def test_compare_runs_each_method_once_in_order(bench_service, evaluated, sessio
     assert any(hits) and hits == [r.doc == "policy_brief.pdf" and r.page == 2 for r in results[0].results]
 
 
+@pytest.mark.slow
+def test_compare_asks_every_method_of_the_same_chosen_documents(bench_service, evaluated, session_ws):
+    bench, _, _ = evaluated
+    assert bench_service.benchmark_documents(bench, session_ws) == ["data_annex.pdf", "policy_brief.pdf"]
+    ws = bench_service.benchmark_workspace(bench, session_ws)
+    question = "How many trees did the programme plant?"
+    everywhere = bench_service.compare(ws, question, ["bm25", "strata"], top_k=10)
+    assert all({r.doc for r in res.results} == {"data_annex.pdf", "policy_brief.pdf"} for res in everywhere)
+    scoped = bench_service.compare(ws, question, ["bm25", "strata"], top_k=10, docs=["data_annex.pdf"])
+    assert [r.method for r in scoped] == ["bm25", "strata"]
+    assert all(res.results and {r.doc for r in res.results} == {"data_annex.pdf"} for res in scoped)
+    assert all(c.doc == "data_annex.pdf" for res in scoped for c in res.answer.citations)
+    with pytest.raises(StrataError, match="Not in this workspace: 'budget.pdf'"):
+        bench_service.compare(ws, question, ["bm25", "dense"], docs=["budget.pdf"])
+
+
 def test_compare_refuses_no_method_too_many_and_unknown_ones(bench_service, session_ws):
     with pytest.raises(StrataError, match="No method"):
         bench_service.compare(session_ws, "q?", [])

@@ -137,8 +137,11 @@ def test_picking_a_benchmark_question_fills_question_and_gold(browser, app_url):
     gold = "\n".join(f"{g['doc']} p.{g['page']}" for g in first["gold"])
     sync_api.expect(page.locator("#compare-gold textarea")).to_have_value(gold)
     sync_api.expect(page.locator("#compare-corpus").get_by_label("The benchmark's corpus", exact=False)).to_be_checked()
-    # Back to the user's documents for the tests that follow.
+    # The question names its report (meta.doc_scope): every method is asked of that report.
+    sync_api.expect(page.locator("#compare-docs")).to_contain_text(first["meta"]["doc_scope"][0])
+    # Back to the user's documents: the benchmark's report is not one of them, so it leaves the menu.
     page.locator("#compare-corpus").get_by_label("My documents").check()
+    sync_api.expect(page.locator("#compare-docs")).not_to_contain_text(first["meta"]["doc_scope"][0])
     page.locator("#compare-gold textarea").fill("")
     context.close()
 
