@@ -483,3 +483,62 @@ def test_a_comparison_of_two_names_is_answered_by_their_dates():
     assert "compared" not in out["reason"], "two Terry Richardsons of different years: no comparison"
     out = answer_by_rules("Who is older, Annie Morton or Terry Richardson?", [morton, photographer], THRESHOLD)
     assert out["answer"] == "Terry Richardson", out
+
+
+# (question, units as (text, score), the answer): a sentence that defines its subject as the kind
+# the question asks for answers with that subject, ahead of a better-scored sentence that only holds
+# a name; a definition whose noun is another kind ("an album by country star X" defines an album),
+# a pronoun subject, the question's own subject, and a kind asked by a relative "in which" are no
+# such answer.
+DEFINED = [
+    ("What fantasy young adult series, told in first person, features a band of shape-shifting teenagers?",
+     [("The Marlowe Prize for Young Adult Fantasy went to the series in 1999.", 0.62),
+      ("Skinwalkers is a fantasy series of young adult books narrated in the first person by five teenagers.", 0.55)],
+     "Skinwalkers"),
+    ('Which comedy series "Lanterns" character is Odile Marchetti known for playing?',
+     [("Paper Lanterns is a comedy series starring Odile Marchetti.", 0.6),
+      ('Wilhelmina "Mina" Corvell is the title character of the comedy series "Lanterns".', 0.5)],
+     'Wilhelmina "Mina" Corvell'),
+    ("Which country music star recorded the album Gravel Roads?",
+     [("Gravel Roads is the third studio album by country music star Dale Hensley.", 0.6)], "Dale Hensley"),
+    ("Which British singer-songwriter hosted the 12th Harbour Awards?",
+     [("She is a British singer-songwriter and television presenter.", 0.6),
+      ("The 12th Harbour Awards were hosted by Mara Quill in Leeds.", 0.5)], "Mara Quill"),
+]
+
+
+@pytest.mark.parametrize("question, units, answer", DEFINED, ids=["series", "quoted-name", "album-by-star", "pronoun"])
+def test_a_sentence_that_defines_its_subject_as_the_asked_kind_answers_with_the_subject(question, units, answer):
+    evidence = [unit(f"u{i}", text, score, 0.4) for i, (text, score) in enumerate(units)]
+    assert answer_by_rules(question, evidence, THRESHOLD)["answer"] == answer
+
+
+def test_a_definition_of_the_questions_own_subject_or_of_a_relative_kind_is_no_defined_answer():
+    own = [unit("u1", "Gravel Roads is a country album by Dale Hensley.", 0.6, 0.5)]
+    assert answer_by_rules("Which country album did Dale Hensley record in 1998, Gravel Roads?", own, THRESHOLD)["answer"] != "Gravel Roads"
+    where = [unit("u1", "Inside the Harbour is the third album of Mara Quill, recorded at the Sands.", 0.6, 0.5)]
+    assert answer_by_rules("Where is the hotel in which Mara Quill's third album was recorded?", where, THRESHOLD)["answer"] \
+        != "Inside the Harbour"
+
+
+def test_a_bridge_pages_unit_that_says_what_the_asking_subquerys_words_are_answers():
+    """"What is the county seat of the county where ...?" is split; the bridge county's page says
+    "Its county seat is Halden." after a better-scored first-hop sentence that names the county.
+    One word answers when it is a name; a sentence where the asked words are not followed by
+    is/was ("... had 1,200 inhabitants and ...") gives no span."""
+    q = "What is the county seat of the county where Little Brook, Vermont is located?"
+    evidence = [
+        unit("u1", "Little Brook is a village in the town of Brook in Ash County, Vermont.", 0.77, 0.7, subquery=0, sub_coverage=0.8),
+        unit("u2", "Brook is a town in Ash County, Vermont, United States.", 0.67, 0.6, subquery=0, sub_coverage=0.7, bridge="Brook"),
+        unit("u3", "Its county seat is Halden.", 0.43, 0.3, subquery=1, sub_coverage=1.0, bridge="Ash County"),
+    ]
+    out = answer_by_rules(q, evidence, THRESHOLD, subqueries=2, asking=1, asking_text="What is the county seat of the county")
+    assert out["answer"] == "Halden" and out["citations"][0] == "u3", out
+    # Not split: no asking subquery, so no such reading.
+    assert answer_by_rules(q, evidence, THRESHOLD)["answer"] != "Halden"
+
+
+def test_a_figure_stands_where_the_closing_interrogative_points():
+    q = "The Harbour Hawks are based in a suburb of a city with a population of what in 2010?"
+    text = "The 2010 census reported a population of 48,112, making Ferrisburg the third largest city in the state."
+    assert answer_by_rules(q, [unit("u1", text, 0.6, 0.5)], THRESHOLD)["answer"] == "48,112"

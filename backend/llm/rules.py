@@ -38,7 +38,13 @@ in 2018?" with its 2018 cell; "How many years did X exceed N?" counts a row's ye
 average that names no year is over the row's years; "F19"/"FY18" name years; computed figures are
 never written in exponent notation; a figure in brackets that name another year than the asked
 one is the comparative (twenty-third session, from strata's tatqa tune misses: tune EM 0.306 ->
-0.363, F1 0.421 -> 0.460; hotpot, docugami and mmlongbench tune unchanged).
+0.363, F1 0.421 -> 0.460; hotpot, docugami and mmlongbench tune unchanged). A sentence that
+defines its subject as the kind a which/what question asks for ("Animorphs is a science fantasy
+series ...") answers with that subject; a decomposed question's bridge-page unit that says what
+the asking subquery's words are ("Its county seat is Newport") answers with what follows; a figure
+can fill the closing interrogative's slot ("a population of what" -> "48,982") (twenty-fourth
+session, from strata's hotpot tune misses: tune EM 0.177 -> 0.208, F1 0.277 -> 0.303; tatqa,
+docugami and mmlongbench unchanged).
 
 What is not here: scoring the units (backend/reader.py does) or choosing the threshold
 (settings.reader.abstain_threshold).
@@ -164,6 +170,7 @@ BRIDGE_WEIGHT = 0.5  # a unit on a bridge page (reader.on_bridge_pages): as much
 WEAK_COVERAGE = 0.5  # no unit of the asked type and best coverage below this: abstain
 CITE_COVERAGE = 0.5  # a second unit is cited when it covers this share of the question's terms (and the chosen one's)
 MAX_CITED = 3
+DEFINED_FIT = 1.5  # a sentence that defines its subject as the asked kind holds the answer more surely than any name in it
 
 
 def question_type(question: str) -> str:
@@ -450,6 +457,7 @@ def _first_new(pattern: re.Pattern, text: str, q_tokens: set[str]) -> str | None
 # whom?", "... has worked in France since what year?", "... houses approximately 65,000 what?".
 ALIGN_RE = re.compile(r"(?P<left>(?:[^\s,;:?\"]+\s+){1,3})(?:what|which|whom|who)(?:\s+[\w'’-]+){0,2}\s*\??\s*$", re.I)
 TEMPORAL = frozenset({"since", "until", "till", "before", "after", "from", "by"})
+SLOT_NUMBER_RE = re.compile(r"[$€£]?\d[\d,]*(?:\.\d+)?(?:\s?(?:%|percent|million|billion|thousand))?(?![\w-])")
 LOWER_RUN_RE = re.compile(r"[a-z][\w'’-]*(?:\s+(?!(?:and|or|of|in|on|at|to|for|with|by|from|as|that|which|who|was|is)\b)[a-z][\w'’-]*)?")
 
 
@@ -474,8 +482,9 @@ def _aligned(qtype: str, text: str, question: str, q_tokens: set[str]) -> str | 
                 found = DATE_RE.match(rest)
             elif qtype == "number":
                 found = NUMBER_RE.match(rest)
-            else:
-                found = re.match(r"\"([^\"]{2,80})\"", rest) or ENTITY_RE.match(rest) or LOWER_RUN_RE.match(rest)
+            else:  # a quoted title, a name, a figure ("a population of what" -> "48,982") or a short phrase
+                found = re.match(r"\"([^\"]{2,80})\"", rest) or ENTITY_RE.match(rest) or SLOT_NUMBER_RE.match(rest) \
+                    or LOWER_RUN_RE.match(rest)
             if found:
                 value = (found.group(1) if found.groups() else found.group(0)).strip().rstrip(".,;:")
                 if value and content_tokens(value) and not content_tokens(value) <= q_tokens:
@@ -530,17 +539,62 @@ def _of_kind(text: str, question: str, q_tokens: set[str]) -> str | None:
     return None
 
 
+# The kind a which/what question asks for ("What science fantasy young adult series, told ...",
+# "Which other Mexican Formula One race car driver has ..."): its words up to the first verb,
+# preposition, relative word or comma; the last one is its head noun.
+KIND_PHRASE_RE = re.compile(
+    r"\b(?:which|what)\s+((?:(?!(?:is|was|are|were|does|do|did|has|have|had|can|could|will|would|that|which|who|whose|of|in|"
+    r"on|at|for|to|by|with|from|as|and|or)\b)[\w'’\"“”-]+\s*){1,8})", re.I)
+GENERIC_KINDS = frozenset(content_tokens("name kind type sort other"))
+# "Animorphs is a science fantasy series of young adult books ...", "Pedro Rodríguez is the most
+# successful Mexican driver ...": a sentence that defines its subject as a kind of thing.
+DEFINING_RE = re.compile(
+    r"^\s*(?P<subj>[A-Z\"“][^,;()]{1,80}?)\s*(?:\([^()]*\)\s*)?,?\s+(?:is|was|are|were)\s+(?:a|an|the|one of the)\s+(?P<desc>[^.;]{3,240})")
+NAME_JOINERS = frozenset("of the and de da di del van von la le for in on & at".split())
+DESCRIPTION_WORDS = 8  # the kind's head must be among the first words of the definition
+# The definition's own noun phrase ends where a preposition, a relative word or a comma starts
+# another ("the third studio album | by country music star Randy Travis" defines an album, no star).
+DESCRIPTION_END_RE = re.compile(r",|\b(?:of|by|for|in|on|at|from|with|to|who|which|that|whose|and|or)\b", re.I)
+FIRST_WH_RE = re.compile(r"\b(?:who|whom|whose|what|which|where|when|why|how)\b", re.I)
+
+
+def _defined_subject(text: str, question: str, q_tokens: set[str]) -> str | None:
+    """The subject of a sentence that defines it as the kind the question asks for: "What science
+    fantasy young adult series ... ?" is answered by "Animorphs" from "Animorphs is a science
+    fantasy series of young adult books ...". The head noun of the asked kind must be among the
+    first DESCRIPTION_WORDS words of the definition, the subject must be a name (capitalised words,
+    joined by of/and/the ...), and not only the question's own words (a hop's page defines the
+    question's own subject)."""
+    kind = KIND_PHRASE_RE.search(question)
+    m = DEFINING_RE.match(text)
+    if kind is None or m is None or FIRST_WH_RE.search(question).start() != kind.start():
+        return None  # no kind asked ("Where does the hotel in which ..." asks with where), or no definition
+    heads = [t for t in content_tokens_each(WORD_RE.findall(kind.group(1))) if t and not t <= GENERIC_KINDS]
+    if not heads:
+        return None
+    subject = m.group("subj").strip()
+    words = subject.split()
+    if not all(w.lstrip("\"“")[:1].isupper() or w[:1].isdigit() or w.lower() in NAME_JOINERS for w in words):
+        return None
+    if subject.lower() in SENTENCE_OPENERS or not content_tokens(subject) or content_tokens(subject) <= q_tokens:
+        return None  # a pronoun ("She was one of ..."), or the question's own subject
+    phrase = DESCRIPTION_END_RE.split(m.group("desc"), maxsplit=1)[0]
+    described = content_tokens(" ".join(WORD_RE.findall(phrase)[:DESCRIPTION_WORDS]))
+    return subject if heads[-1] & described else None
+
+
 # What stands between the question's echoed words and what the sentence says of them: a copula
 # and the "of"/"as" of "consists of", "defined as". A contrast clause after the answer is another fact.
 PREDICATE_LEAD_RE = re.compile(r"^[\s,:;]*(?:(?:is|are|was|were|be|been)\s+)?(?:(?:of|as)\s+)?", re.I)
 CONTRAST_RE = re.compile(r",\s+(?:while|whereas)\b.*$", re.I | re.S)
+COPULA_RE = re.compile(r"[\s,]*(?:is|are|was|were)\s", re.I)
 MIN_PREDICATE_WORDS = 2
 PREDICATE_ECHO = 0.5  # the sentence must echo at least this share of the question's words (and two)
 # "What is Tax Fees?": the sentence that defines the subject is the answer, subject and all.
 WHAT_IS_RE = re.compile(r"^\s*what (?:is|are|was|were) (?!.*\b(?:by|for|of|to|in|as|with|from|on|at|during|within|under|after|before|between)\b)[^?]+\?*\s*$", re.I)
 
 
-def _predicate(text: str, q_tokens: set[str]) -> str | None:
+def _predicate(text: str, q_tokens: set[str], name_alone: bool = False) -> str | None:
     """What a sentence says of the question's subject, for a question answered by a sentence: the
     words after the last of the question's words that the sentence echoes ("Goodwill consists of |
     the excess of the consideration transferred ..." for "What does goodwill consist of?", "...
@@ -548,7 +602,9 @@ def _predicate(text: str, q_tokens: set[str]) -> str | None:
     not recognised?"). Each echoed word counts where the sentence first writes it. None when the
     sentence echoes under PREDICATE_ECHO of the question's words, when the last echoed word is in
     the sentence's second half ("... for 2015, 2014 and 2013, respectively" for a question about
-    2015), or when fewer than MIN_PREDICATE_WORDS follow it: the whole sentence answers then."""
+    2015), or when fewer than MIN_PREDICATE_WORDS follow it: the whole sentence answers then.
+    `name_alone`: the echoed words must be followed by is/are/was/were, and then one word will do
+    when it is a name or a figure ("Its county seat is | Newport")."""
     words = list(WORD_RE.finditer(text))
     first: dict[str, int] = {}
     for i, tokens in enumerate(content_tokens_each([w.group(0) for w in words])):
@@ -557,9 +613,12 @@ def _predicate(text: str, q_tokens: set[str]) -> str | None:
     last = max(first.values(), default=len(words))
     if len(first) < max(2, PREDICATE_ECHO * len(q_tokens)) or last >= len(words) / 2:
         return None  # too little echoed, or echoed all over the sentence: no subject then predicate
+    if name_alone and not COPULA_RE.match(text, words[last].end()):
+        return None
     rest = PREDICATE_LEAD_RE.sub("", text[words[last].end():])
     rest = CONTRAST_RE.sub("", rest).strip().rstrip(".;:,")
-    if len(WORD_RE.findall(rest)) < MIN_PREDICATE_WORDS or not content_tokens(rest):
+    n_words = len(WORD_RE.findall(rest))
+    if not content_tokens(rest) or (n_words < MIN_PREDICATE_WORDS and not (name_alone and n_words and rest[:1].isupper() | rest[:1].isdigit())):
         return None
     return rest
 
@@ -574,6 +633,10 @@ def type_fit(qtype: str, e: dict[str, Any], question: str, q_tokens: set[str]) -
         expanded = _expanded(text) if FULL_NAME_Q_RE.search(question) else None
         if expanded is not None:
             return 1.0, expanded
+    if qtype in ("entity", "person", "place"):
+        defined = _defined_subject(text, question, q_tokens)
+        if defined is not None:
+            return DEFINED_FIT, defined
     if qtype == "number":
         computed = _years_counted(question, e) or _arithmetic(question, e)
         if computed is not None:
@@ -634,6 +697,8 @@ def _rank(qtype: str, e: dict[str, Any], question: str, q_tokens: set[str], asks
         fit, span = 0.0, None  # a number in a fact that says nothing of what the asking subquery asks
     else:
         fit, span = type_fit(qtype, e, question, asked_tokens if qtype == "number" and asked_tokens else q_tokens)
+        if qtype == "sentence" and fit <= 0 and asked_tokens and (said := _predicate(e["text"], asked_tokens, name_alone=True)):
+            fit, span = 1.0, said  # what the unit says the asking subquery's words are: "Its county seat is | Newport"
         for _ in range(2):  # a span that names a bridge is the hop, not the answer: read the unit without it
             if not (span and any(b <= content_tokens(span) for b in bridges)):
                 break
