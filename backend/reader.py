@@ -5,8 +5,9 @@ It scores every subcomponent of the packed units against the question (its own c
 subcomponent space, its component's cosine in the text-encoder space, and coverage of the
 question's content words), notes which of the retriever's subqueries (when it decomposed the
 question) each one covers best, hands the best ones (and the best unit of each subquery they
-leave out, and for a decomposed question a few units of the bridge pages: the pages that the
-best unit of a subquery other than the asking one names by title) to the LLM backend's typed ANSWER task
+leave out, and a few units of the bridge pages: the pages that the best unit of a subquery other
+than the asking one names by title, or for a question left unsplit the pages its best unit names)
+to the LLM backend's typed ANSWER task
 (backend/llm/answer.py), and turns the cited ids into citations with document, page, box and
 section path. Abstains ("not enough evidence") when the backend does.
 """
@@ -48,15 +49,15 @@ def _best_subquery(tokens: set[str], sub_tokens: Sequence[set[str]]) -> tuple[in
 
 
 def with_each_subquery(scored: list[EvidenceUnit], n_subqueries: int) -> list[EvidenceUnit]:
-    """The MAX_EVIDENCE best units for the whole question, and, for a decomposed question, the unit
-    that best covers each subquery when none of those does (the last hop's fact shares few words
+    """The MAX_EVIDENCE best units for the whole question, a few units of the bridge pages beyond
+    them, and, for a decomposed question, the unit that best covers each subquery when none of those does (the last hop's fact shares few words
     with the whole question: "At the 2010 census, Summerlin's population was ..." for "What was
     the 2010 population of the community where Randall Cunningham II's high school is located?").
     Best first, as scored."""
     evidence = scored[:MAX_EVIDENCE]
-    if n_subqueries < 2:
-        return evidence
     extra = [e for e in scored[MAX_EVIDENCE:] if e.bridge][:BRIDGE_UNITS]
+    if n_subqueries < 2:
+        return evidence + extra
     for i in range(n_subqueries):
         if any(e.subquery == i for e in evidence):
             continue
@@ -116,18 +117,22 @@ class EvidenceReader:
     def on_bridge_pages(self, question: str, scored: list[EvidenceUnit], subqueries: Sequence[str]) -> list[EvidenceUnit]:
         """Marks the units of the bridge pages: the documents that the best unit of each subquery
         other than the asking one names by title (mentions.py), when that unit scores at least the
-        abstain threshold, and that the question does not name.
+        abstain threshold, and that the question does not name. A question the retriever did not
+        split has one candidate hop, its best unit; the rules read its bridge pages only when that
+        unit lacks the asked type ("... a play by a playwright born in which year?").
         "the woman who portrayed Corliss Archer in Kiss and Tell" is best covered by Kiss and Tell's
         "... starring Shirley Temple as Corliss Archer"; the government position she held is read
         on Shirley Temple's page, in a sentence that shares no word with the question."""
         asking = asking_subquery(subqueries)
-        if asking is None:
-            return scored
+        if asking is None:  # not split: the best unit is the only hop there may be
+            hops = scored[:1]
+        else:
+            hops = [max((e for e in scored if e.subquery == i), key=lambda e: (e.sub_coverage, e.score), default=None)
+                    for i in range(len(subqueries)) if i != asking]
         titles = title_index(self.corpus)
         named = set(titles.mentioned(question, limit=20))
         bridges: dict[str, str] = {}
-        for i in (i for i in range(len(subqueries)) if i != asking):
-            best = max((e for e in scored if e.subquery == i), key=lambda e: (e.sub_coverage, e.score), default=None)
+        for best in hops:
             if best is None or best.score < self.threshold:
                 continue  # a hop the reader would not answer from names no bridge
             own = self.corpus.nodes[best.id].doc

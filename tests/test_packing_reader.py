@@ -177,3 +177,36 @@ def test_a_bridge_question_is_answered_from_the_page_its_first_hop_names(service
     answer = result.answer
     assert not answer.abstained and "Marchetti" not in answer.text, answer.text
     assert answer.citations[0].doc == "Odile_Marchetti.pdf" and "Chief of Protocol" in answer.citations[0].text
+
+
+UNSPLIT_DOCS = {
+    "Lantern_Song.pdf": ["Lantern Song is a play by Harlan Brisk and Edith Rowe. The comedy follows a clerk who finds he can "
+                         "pick the winning horse as long as he never bets."],
+    "Harlan_Brisk.pdf": ["Harlan Brisk (June 25, 1887 – January 31, 1960) was an American theatre producer, director and "
+                         "playwright whose career spanned seven decades."],
+    "Milo_Fenner.pdf": ["Milo Fenner (born September 3, 1967) is a playwright born in Roanoke, Virginia."],
+    "Ada_Quint.pdf": ["Ada Quint is an English playwright born in Birkenhead on 3 August 1972."],
+    "Paper_Lanterns.pdf": BRIDGE_DOCS["Paper_Lanterns.pdf"],
+    "Odile_Marchetti.pdf": BRIDGE_DOCS["Odile_Marchetti.pdf"],
+}
+
+
+def test_a_question_left_unsplit_is_read_on_the_page_its_best_unit_names_when_that_unit_lacks_the_answer(service):
+    """"... a play by a playwright born in which year?" is not split by the rules. Its best sentence
+    names Harlan Brisk but holds no date; other playwrights' pages hold dates and score better than
+    Brisk's page, which shares few words with the question. The reader reads the named page
+    (reader.on_bridge_pages with no subqueries). When the best unit holds the asked type itself
+    ("When was Paper Lanterns released?"), a page it names is no hop: Odile Marchetti's birth date
+    is not the film's year."""
+    from backend.reader import subqueries_of
+    from tests.fakes import build_corpus, pipeline_for
+
+    corpus = build_corpus(service, UNSPLIT_DOCS)
+    pipeline = pipeline_for(service, corpus)
+    retriever = service.retriever("strata", corpus, pipeline.llm)
+    result = pipeline.run(retriever, "strata", "Lantern Song is a play by a playwright born in which year?", 10, {}, 2048)
+    assert len(subqueries_of(result.trace)) < 2
+    assert result.answer.text == "1887" and result.answer.citations[0].doc == "Harlan_Brisk.pdf", result.answer
+    assert "read on the page of Harlan Brisk" in result.answer.reason
+    released = pipeline.run(retriever, "strata", "In which year was the film Paper Lanterns released?", 10, {}, 2048)
+    assert released.answer.text == "1951" and released.answer.citations[0].doc == "Paper_Lanterns.pdf", released.answer

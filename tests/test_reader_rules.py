@@ -542,3 +542,19 @@ def test_a_figure_stands_where_the_closing_interrogative_points():
     q = "The Harbour Hawks are based in a suburb of a city with a population of what in 2010?"
     text = "The 2010 census reported a population of 48,112, making Ferrisburg the third largest city in the state."
     assert answer_by_rules(q, [unit("u1", text, 0.6, 0.5)], THRESHOLD)["answer"] == "48,112"
+
+
+def test_a_which_year_question_takes_the_year_of_a_date_before_1900():
+    text = "Harlan Brisk (June 25, 1887 – January 31, 1960) was an American theatre producer."
+    assert answer_by_rules("In which year was Harlan Brisk born?", [unit("u1", text, 0.6, 0.5)], THRESHOLD)["answer"] == "1887"
+
+
+def test_an_unsplit_question_reads_a_named_page_only_when_its_best_unit_lacks_the_asked_type():
+    q = "Lantern Song is a play by a playwright born in which year?"
+    evidence = [unit("u1", "Lantern Song is a play by Harlan Brisk and Edith Rowe.", 0.48, 0.4),
+                unit("u2", "Milo Fenner (born September 3, 1967) is a playwright born in Roanoke.", 0.34, 0.3),
+                unit("u3", "Harlan Brisk (June 25, 1887 – 1960) was an American playwright.", 0.17, 0.1, bridge="Harlan Brisk")]
+    assert answer_by_rules(q, evidence, THRESHOLD)["answer"] == "1887"
+    # The best unit holds a year itself: the named page is no hop.
+    held = [unit("u1", "Lantern Song is a 1931 play by Harlan Brisk and Edith Rowe.", 0.48, 0.4), evidence[2]]
+    assert answer_by_rules("In which year was the play Lantern Song written?", held, THRESHOLD)["answer"] == "1931"

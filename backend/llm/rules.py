@@ -42,8 +42,10 @@ one is the comparative (twenty-third session, from strata's tatqa tune misses: t
 defines its subject as the kind a which/what question asks for ("Animorphs is a science fantasy
 series ...") answers with that subject; a decomposed question's bridge-page unit that says what
 the asking subquery's words are ("Its county seat is Newport") answers with what follows; a figure
-can fill the closing interrogative's slot ("a population of what" -> "48,982") (twenty-fourth
-session, from strata's hotpot tune misses: tune EM 0.177 -> 0.208, F1 0.277 -> 0.303; tatqa,
+can fill the closing interrogative's slot ("a population of what" -> "48,982"); a question the
+retriever left unsplit, whose best unit names a page but lacks the asked named thing, date or
+number, is read on that page; "which year" takes a date's year before 1900 too (twenty-fourth
+session, from strata's hotpot tune misses: tune EM 0.177 -> 0.219, F1 0.277 -> 0.313; tatqa,
 docugami and mmlongbench unchanged).
 
 What is not here: scoring the units (backend/reader.py does) or choosing the threshold
@@ -82,6 +84,7 @@ QUANTITY_Q_RE = re.compile(
     r"enrollment|area|height|elevation|length)s?\b", re.I)
 RESPECTIVE_RE = re.compile(r"\brespective(ly)?\b", re.I)
 YEAR_RE = re.compile(r"\b(?:19|20)\d{2}\b")
+DATE_YEAR_RE = re.compile(r"\b(?:1[5-9]|20)\d{2}\b")  # the year of a date DATE_RE found ("June 25, 1887")
 # "What government position ...", "Which band ...": a named thing (answered by a capitalised phrase).
 ENTITY_Q_RE = re.compile(r"^\s*(which|what)\s+(?!(is|was|are|were|does|do|did|has|have|had|can|could|will|would)\b)[a-z]", re.I)
 ENTITY_RE = re.compile(r"\b[A-Z][\w'’.-]*(?:\s+(?:(?:of|the|and|de|for|in)\s+)?[A-Z][\w'’.-]*)*")
@@ -170,6 +173,10 @@ BRIDGE_WEIGHT = 0.5  # a unit on a bridge page (reader.on_bridge_pages): as much
 WEAK_COVERAGE = 0.5  # no unit of the asked type and best coverage below this: abstain
 CITE_COVERAGE = 0.5  # a second unit is cited when it covers this share of the question's terms (and the chosen one's)
 MAX_CITED = 3
+# A question the retriever did not split is read on a page its best unit names only when it asks
+# for a named thing, a date or a number that unit does not hold ("... a play by a playwright born in
+# which year?": "Three Men on a Horse is a play by George Abbott ...", the year on Abbott's page).
+UNSPLIT_BRIDGE_TYPES = ("number", "date", "person", "place", "entity")
 DEFINED_FIT = 1.5  # a sentence that defines its subject as the asked kind holds the answer more surely than any name in it
 
 
@@ -488,8 +495,8 @@ def _aligned(qtype: str, text: str, question: str, q_tokens: set[str]) -> str | 
             if found:
                 value = (found.group(1) if found.groups() else found.group(0)).strip().rstrip(".,;:")
                 if value and content_tokens(value) and not content_tokens(value) <= q_tokens:
-                    if qtype == "date" and YEARS_Q_RE.search(question) and YEAR_RE.search(value):
-                        value = YEAR_RE.findall(value)[-1]
+                    if qtype == "date" and YEARS_Q_RE.search(question) and DATE_YEAR_RE.search(value):
+                        value = DATE_YEAR_RE.findall(value)[-1]
                     return value
     return None
 
@@ -655,8 +662,8 @@ def type_fit(qtype: str, e: dict[str, Any], question: str, q_tokens: set[str]) -
         if years is not None:
             return 1.5, years
         value = _first_new(DATE_RE, text, q_tokens)
-        if value and YEARS_Q_RE.search(question) and YEAR_RE.search(value):
-            value = YEAR_RE.findall(value)[-1]  # "In which year ...": 2019, not March 31, 2019
+        if value and YEARS_Q_RE.search(question) and DATE_YEAR_RE.search(value):
+            value = DATE_YEAR_RE.findall(value)[-1]  # "In which year ...": 2019, not March 31, 2019
         return (1.0, value) if value else (0.0, None)
     if qtype == "place":  # a name of the asked kind ("New York City" for "what city"), a capitalised
         # name after in/at/from/near; any other name fits half
@@ -707,7 +714,7 @@ def _rank(qtype: str, e: dict[str, Any], question: str, q_tokens: set[str], asks
     rank = e["score"] + TYPE_WEIGHT * fit
     if asks is not None and e.get("subquery") == asks:
         rank += FINAL_SUBQUERY_WEIGHT * e.get("sub_coverage", 0.0)
-    if asks is not None and e.get("bridge"):
+    if e.get("bridge"):
         rank += BRIDGE_WEIGHT
     return rank, fit, span
 
@@ -831,6 +838,10 @@ def answer_by_rules(question: str, evidence: list[dict[str, Any]], threshold: fl
     qtype = question_type(q)
     decomposed = subqueries > 1
     asks = (subqueries - 1 if asking is None else asking) if decomposed else None
+    if not decomposed and (qtype not in UNSPLIT_BRIDGE_TYPES or type_fit(qtype, evidence[0], q, q_tokens)[0] > 0):
+        # Not split, and the best unit holds what is asked (or the question asks for no named thing):
+        # a page it names is no hop ("When was Kiss and Tell released?" is not Shirley Temple's birth).
+        evidence = [{k: v for k, v in e.items() if k != "bridge"} for e in evidence]
     # A bridge question's answer matches its asking subquery, not the whole question ("Where is the
     # company headquartered" of "Where is the company that Sachin Warrier worked for ..."): such a
     # unit is a candidate below the threshold, once the best evidence has passed it.
@@ -838,7 +849,7 @@ def answer_by_rules(question: str, evidence: list[dict[str, Any]], threshold: fl
     # name is no answer ("Shirley Temple" is who portrayed Corliss Archer, not the position she held).
     eligible = [e for e in evidence if e["score"] >= threshold
                 or (asks is not None and e.get("subquery") == asks and e.get("sub_coverage", 0.0) >= CITE_COVERAGE)
-                or (asks is not None and e.get("bridge"))]
+                or e.get("bridge")]
     asked = (content_tokens(asking_text) - QUESTION_WORDS) & q_tokens if decomposed else set()
     bridges = [content_tokens(t) for t in dict.fromkeys(e.get("bridge") for e in eligible) if t]
     ranks = [(_rank(qtype, e, q, q_tokens, asks, asked, bridges), i) for i, e in enumerate(eligible)]
