@@ -37,10 +37,17 @@ session) has 13 chains written from check-half gold pages and pages no tune-half
 probe chain uses, each also asked composed, and 3 untitled hops (nineteenth session); a chain there may not name a page
 that is gold for a tune-half question. It is measured to report, never to choose anything by.
 
+Answers (twenty-fourth session): every chain, composed and drawn question of both probe files
+carries `answers`, read by hand from its last page (the tune file's 55 and the check file's 26).
+With `--answers`, the probe asks them at the app's top-k (10 unless given) and prints each
+method's answer EM / F1 per group, as score.py's `score_answer` counts them; `--list` prints each
+question's answer beside the gold.
+
 Usage:
     python bench/phrasing_probe.py --workspace WS [--half check] [--methods strata,lilac,fif,hybrid] [--top-k 30]
+    python bench/phrasing_probe.py --workspace WS --answers [--half check] [--methods strata] [--list]
 Prints the command and one markdown table (per method: originals, rewrites, chains, composed,
-untitled hops, drawn composed).
+untitled hops, drawn composed; with --answers: EM / F1 of chains, composed, drawn and all).
 """
 
 from __future__ import annotations
@@ -57,7 +64,7 @@ from backend.config import Settings  # noqa: E402
 from backend.eval.gold import GoldRef, score_question  # noqa: E402
 from backend.service import Service  # noqa: E402
 from bench.common import command_line  # noqa: E402
-from bench.split import DEFAULT_BENCH, split_of  # noqa: E402
+from bench.split import DEFAULT_BENCH, score_module, split_of  # noqa: E402
 
 PROBES = {half: Path(__file__).resolve().parent / "probes" / f"dev-hotpot-{half}.jsonl" for half in ("tune", "check")}
 PROBE = PROBES["tune"]
@@ -95,6 +102,28 @@ def scores(service: Service, workspace: Path, question: str, gold: list[str], me
     return s.recall[5], s.all_found
 
 
+def answer_table(service: Service, workspace: Path, probe: list[dict], methods: list[str], top_k: int,
+                 params: dict | None, listing: bool, score_script: Path) -> None:
+    """Each method's answer EM / F1 on the probe questions that carry answers, per group."""
+    score = score_module(score_script)
+    asked = [p for p in probe if p.get("answers")]
+    groups = {"chains": [p for p in asked if p["id"].startswith("chain-")],
+              "composed": [p for p in asked if p["id"].startswith("composed-")],
+              "drawn": [p for p in asked if p["id"].startswith("drawn-")], "all": asked}
+    print("| method | " + " | ".join(f"{g} EM / F1 (n={len(items)})" for g, items in groups.items()) + " |")
+    print("|---|" + "---|" * len(groups))
+    for method in methods:
+        got = {}
+        for p in asked:
+            answer = service.ask(workspace, p["question"], method, top_k, params=params).answer
+            got[p["id"]] = score.score_answer({"answers": p["answers"]}, {"answer": {"text": answer.text, "abstained": answer.abstained}})
+            if listing:
+                print(f"- {method} {p['id']}: EM {got[p['id']]['EM']:.0f} | {answer.text[:90]!r} | gold {p['answers'][0]!r}")
+        cells = [" / ".join(f"{sum(got[p['id']][m] for p in items) / len(items):.3f}" for m in ("EM", "F1")) if items else "-"
+                 for items in groups.values()]
+        print(f"| {method} | " + " | ".join(cells) + " |", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workspace", type=Path, required=True, help="dev-hotpot-pdf ingested")
@@ -102,13 +131,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--half", choices=sorted(PROBES), default="tune", help="the half the probe keeps to")
     ap.add_argument("--probe", type=Path, default=None, help="default: bench/probes/dev-hotpot-<half>.jsonl")
     ap.add_argument("--methods", default="strata,lilac,fif,mirag,mmgraph,hybrid,dense")
-    ap.add_argument("--top-k", type=int, default=30)
+    ap.add_argument("--top-k", type=int, default=None, help="default: 30, or 10 (the app's) with --answers")
+    ap.add_argument("--answers", action="store_true", help="score the answers of the questions that carry them")
+    ap.add_argument("--list", action="store_true", help="with --answers: each question's answer beside the gold")
     ap.add_argument("--params", default="", help="JSON object of method parameters, e.g. '{\"chain\": 0}'")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     probe, originals = load_probe(args.probe or PROBES[args.half], args.bench, args.half)
     params = json.loads(args.params) if args.params else None
     service = Service(Settings())
+    methods = [m for m in args.methods.split(",") if m]
+    if args.answers:
+        print(f"`{command_line()}`\n")
+        answer_table(service, args.workspace, probe, methods, args.top_k or 10, params, args.list, args.bench / "score.py")
+        return 0
+    args.top_k = args.top_k or 30
     rewrites = [p for p in probe if p["of"]]
     composed = [p for p in probe if p["kind"].startswith("composed")]
     mention = [p for p in probe if p["kind"].startswith("mention")]
@@ -121,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
           f"| of which 3-page (n={len(three)}) | of which 4-page (n={len(four)}) | composed R@5 / All@10 (n={len(composed)}) "
           f"| untitled hop R@5 / All@10 (n={len(mention)}) | drawn composed R@5 / All@10 (n={len(drawn)}) |")
     print("|---|---|---|---|---|---|---|---|---|")
-    for method in [m for m in args.methods.split(",") if m]:
+    for method in methods:
         def mean(items: list[dict], text=lambda p: p["question"]) -> str:
             got = [scores(service, args.workspace, text(p), p["gold"], method, args.top_k, params) for p in items]
             return " / ".join(f"{sum(g[i] for g in got) / len(got):.3f}" for i in range(2)) if got else "-"

@@ -547,11 +547,13 @@ def _of_kind(text: str, question: str, q_tokens: set[str]) -> str | None:
 
 
 # The kind a which/what question asks for ("What science fantasy young adult series, told ...",
-# "Which other Mexican Formula One race car driver has ..."): its words up to the first verb,
-# preposition, relative word or comma; the last one is its head noun.
+# "Which other Mexican Formula One race car driver has ..."): its words up to the first auxiliary,
+# preposition, relative word, determiner or comma, less a verb before a determiner or a participle
+# in -ed; the last one is its head noun.
 KIND_PHRASE_RE = re.compile(
     r"\b(?:which|what)\s+((?:(?!(?:is|was|are|were|does|do|did|has|have|had|can|could|will|would|that|which|who|whose|of|in|"
-    r"on|at|for|to|by|with|from|as|and|or)\b)[\w'’\"“”-]+\s*){1,8})", re.I)
+    r"on|at|for|to|by|with|from|as|and|or|the|a|an|his|her|its|their)\b)[\w'’\"“”-]+\s*){1,8})(?P<stop>the|a|an|his|her|its|their)?",
+    re.I)
 GENERIC_KINDS = frozenset(content_tokens("name kind type sort other"))
 # "Animorphs is a science fantasy series of young adult books ...", "Pedro Rodríguez is the most
 # successful Mexican driver ...": a sentence that defines its subject as a kind of thing.
@@ -576,7 +578,10 @@ def _defined_subject(text: str, question: str, q_tokens: set[str]) -> str | None
     m = DEFINING_RE.match(text)
     if kind is None or m is None or FIRST_WH_RE.search(question).start() != kind.start():
         return None  # no kind asked ("Where does the hotel in which ..." asks with where), or no definition
-    heads = [t for t in content_tokens_each(WORD_RE.findall(kind.group(1))) if t and not t <= GENERIC_KINDS]
+    words = WORD_RE.findall(kind.group(1))
+    if len(words) > 1 and (kind.group("stop") or words[-1].lower().endswith("ed")):
+        words = words[:-1]  # a verb before its object or a participle: "Which diocese administers | the ...", "What airport serviced | by"
+    heads = [t for t in content_tokens_each(words) if t and not t <= GENERIC_KINDS]
     if not heads:
         return None
     subject = m.group("subj").strip()
