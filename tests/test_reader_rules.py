@@ -558,3 +558,23 @@ def test_an_unsplit_question_reads_a_named_page_only_when_its_best_unit_lacks_th
     # The best unit holds a year itself: the named page is no hop.
     held = [unit("u1", "Lantern Song is a 1931 play by Harlan Brisk and Edith Rowe.", 0.48, 0.4), evidence[2]]
     assert answer_by_rules("In which year was the play Lantern Song written?", held, THRESHOLD)["answer"] == "1931"
+
+
+# (question, unit, answer): a count written as a word before what it counts, a name with an
+# initial after "by", and a figure inside a modifier ("a 15-county area") that is no answer.
+NUMBER_FORMS = [
+    ("How many world titles did Kai Moreno win?",
+     "Over his career Kai Moreno won three world titles (2002, 2003, 2004) and two Pro Search titles.", "three"),
+    ("How many shipbuilding yards made up the Harlow Shipyards?",
+     "The Harlow Shipyards were seven major shipbuilding yards on the west coast during the war.", "seven"),
+    ("Who wrote the music and lyrics of the song Marigold?",
+     "Marigold is a song from the 2015 stage musical Love Birds with music and lyrics by Robert J. Sherman.", "Robert J. Sherman"),
+    ("What is the population of the Harbour metropolitan area?",
+     "The Harbour metropolitan area is a 15-county metropolitan area anchored by Harbour City, and with a population of "
+     "about 2,340,000 it ranks second in the state.", "2,340,000"),
+]
+
+
+@pytest.mark.parametrize("question, text, answer", NUMBER_FORMS, ids=["count-word", "count-word-adjective", "initial", "modifier"])
+def test_number_words_initials_and_modifiers(question, text, answer):
+    assert answer_by_rules(question, [unit("u1", text, 0.6, 0.5)], THRESHOLD)["answer"] == answer

@@ -46,7 +46,10 @@ can fill the closing interrogative's slot ("a population of what" -> "48,982"); 
 retriever left unsplit, whose best unit names a page but lacks the asked named thing, date or
 number, is read on that page; "which year" takes a date's year before 1900 too (twenty-fourth
 session, from strata's hotpot tune misses: tune EM 0.177 -> 0.219, F1 0.277 -> 0.313; tatqa,
-docugami and mmlongbench unchanged).
+docugami and mmlongbench unchanged). A count may be a word before the counted thing ("three world
+titles"), a name after "by" keeps its initial ("Robert J. Sherman"), and a figure inside a modifier
+("a 15-county area") is no answer (from the probe's chain answers, bench/phrasing_probe.py
+--answers: strata 11 -> 15 of 55 tune questions; tatqa tune EM 0.363 -> 0.365).
 
 What is not here: scoring the units (backend/reader.py does) or choosing the threshold
 (settings.reader.abstain_threshold).
@@ -163,7 +166,7 @@ DEFINE_Q_RE = re.compile(
     r"\bwhat is (?P<b>.+?) used for\b|\bwhat is meant by (?P<c>[^?]+)", re.I)
 OPTION_RE = re.compile(r"(?<![\w\[-])(--?[A-Za-z0-9][\w-]*)")
 NEXT_OPTION_RE = re.compile(r"\s(?=--?[A-Za-z0-9][\w-]*(?:,|\s{2,}|\s+[a-z]|\s+[A-Z_<][\w<>]*\s))")
-BY_NAME_RE = re.compile(r"\bby (?:the )?([A-Z][\w'’-]+(?:\s+(?:(?:of|and|&|for)\s+)?[A-Z][\w'’-]+)*)")
+BY_NAME_RE = re.compile(r"\bby (?:the )?([A-Z][\w'’-]+(?:\s+(?:(?:of|and|&|for)\s+)?(?:[A-Z]\.|[A-Z][\w'’-]+))*)")
 PLACE_RE = re.compile(r"\b(?:in|at|from|near)\s+((?:[A-Z][\w'’-]+)(?:\s+[A-Z][\w'’-]+)*)")
 TERM_NOISE = {"the", "a", "an", "option", "flag", "switch", "command", "function", "term", "parameter", "argument"}
 TYPED = ("number", "date", "person", "place", "definition")
@@ -248,6 +251,12 @@ def row_cells(text: str) -> list[list[str]]:
     return [c.split(": ", 1) for c in text.split("; ") if ": " in c]
 
 
+NUMBER_WORDS = ("one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+                "seventeen eighteen nineteen twenty")
+NUMBER_WORD_RE = re.compile(rf"\b(?:{NUMBER_WORDS.replace(' ', '|')})\b", re.I)
+COMPOUND_AFTER_RE = re.compile(r"-([A-Za-z]+)")  # "15-county": a number inside a modifier
+
+
 def _numbers(
     e: dict[str, Any], q_tokens: set[str], count: bool, pairs: int = 0, years: tuple[str, ...] = ()
 ) -> list[tuple[float, str]]:
@@ -256,7 +265,9 @@ def _numbers(
     penalty when it is part of a name ("Landsat 8", "Table 2"); a table row gives the cell under
     the header that shares most words with the question (bonus 0.4; `pairs`: the question says
     "respectively" about `pairs` years: one cell per year of `years`, in the question's order, else
-    the first `pairs` such cells in row order). Years are dates, not numbers."""
+    the first `pairs` such cells in row order). Years are dates, not numbers. A figure inside a
+    modifier ("a 15-county area") gets a penalty unless the question names what it counts. A count
+    may be written as a word before the counted thing ("three world titles")."""
     text = e["text"]
     if e.get("kind") == "row":
         cells = row_cells(text)
@@ -294,7 +305,15 @@ def _numbers(
                 bonus -= 0.5  # "(2018: $6.6 million)" beside the asked year's figure: the comparative
         window = text[max(0, m.start() - 60): m.end() + 30]
         bonus += 0.05 * len(content_tokens(window) & q_tokens)
+        compound = COMPOUND_AFTER_RE.match(text, m.end())
+        if compound and not content_tokens(compound.group(1)) & q_tokens:
+            bonus -= 0.3
         found.append((bonus, value))
+    if count:
+        for m in NUMBER_WORD_RE.finditer(text):
+            after = re.match(r"\s+(?:[A-Za-z][\w-]*\s+)?([A-Za-z][\w-]*)", text[m.end():])
+            if after and content_tokens(after.group(0)) & q_tokens:
+                found.append((0.5 + 0.05 * len(content_tokens(text[max(0, m.start() - 60): m.end() + 30]) & q_tokens), m.group(0)))
     return found
 
 
