@@ -578,3 +578,17 @@ NUMBER_FORMS = [
 @pytest.mark.parametrize("question, text, answer", NUMBER_FORMS, ids=["count-word", "count-word-adjective", "initial", "modifier"])
 def test_number_words_initials_and_modifiers(question, text, answer):
     assert answer_by_rules(question, [unit("u1", text, 0.6, 0.5)], THRESHOLD)["answer"] == answer
+
+
+def test_a_who_verb_question_takes_the_name_after_its_own_verb_in_the_passive():
+    film = ("Paper Lanterns is a 1951 American comedy film directed by Harlan Brisk and produced by Odile Marchetti, with songs "
+            "written by the Rowe Sisters.")
+    assert answer_by_rules("Who produced the film Paper Lanterns?", [unit("u1", film, 0.6, 0.5)], THRESHOLD)["answer"] == "Odile Marchetti"
+    assert answer_by_rules("Who directed the film Paper Lanterns?", [unit("u1", film, 0.6, 0.5)], THRESHOLD)["answer"] == "Harlan Brisk"
+    cowritten = "Harbour Nights is a 1996 drama film directed, co-produced, and co-written by Mara Quill, and co-written by Ada Rowe."
+    assert answer_by_rules("Who co-wrote the 1996 drama film Harbour Nights?", [unit("u1", cowritten, 0.6, 0.5)], THRESHOLD)["answer"] \
+        == "Mara Quill"
+    # The passive is about another subject than the question's: no agent is read from it.
+    other = [unit("u1", "In addition, Veldt was supported by Ostmark with military advisers.", 0.6, 0.5),
+             unit("u2", "Lundia was supported by its two allies Brisa and Carrow during the Salt War.", 0.55, 0.5)]
+    assert answer_by_rules("Which countries supported Lundia in the Salt War?", other, THRESHOLD)["answer"] != "Ostmark"

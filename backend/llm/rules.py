@@ -48,8 +48,9 @@ number, is read on that page; "which year" takes a date's year before 1900 too (
 session, from strata's hotpot tune misses: tune EM 0.177 -> 0.219, F1 0.277 -> 0.313; tatqa,
 docugami and mmlongbench unchanged). A count may be a word before the counted thing ("three world
 titles"), a name after "by" keeps its initial ("Robert J. Sherman"), and a figure inside a modifier
-("a 15-county area") is no answer (from the probe's chain answers, bench/phrasing_probe.py
---answers: strata 11 -> 15 of 55 tune questions; tatqa tune EM 0.363 -> 0.365).
+("a 15-county area") is no answer; "Who produced ...?" takes the name after "produced by", in a
+clause about what the question asks (from the probe's chain answers, bench/phrasing_probe.py
+--answers: strata 11 -> 18 of 55 tune questions; tatqa tune EM 0.363 -> 0.365).
 
 What is not here: scoring the units (backend/reader.py does) or choosing the threshold
 (settings.reader.abstain_threshold).
@@ -586,6 +587,34 @@ DESCRIPTION_END_RE = re.compile(r",|\b(?:of|by|for|in|on|at|from|with|to|who|whi
 FIRST_WH_RE = re.compile(r"\b(?:who|whom|whose|what|which|where|when|why|how)\b", re.I)
 
 
+# "Who produced the film?": the question's verb, read in the unit as a passive ("... directed by
+# Robert Stevenson and produced by Walt Disney"). Irregular participles are written out.
+WHO_VERB_RE = re.compile(r"^\s*(?:who|which\s+\w+|what\s+\w+)\s+(?:also\s+)?(?P<verb>[a-z][a-z-]*ed|(?:co-)?wrote|made|built|drew|ran|owns|won|led|began|gave|took|sang|chose)\b", re.I)
+PARTICIPLES = {"wrote": "written", "co-wrote": "co-written", "drew": "drawn", "ran": "run", "owns": "owned", "won": "won",
+               "made": "made", "built": "built", "led": "led", "began": "begun", "gave": "given", "took": "taken",
+               "sang": "sung", "chose": "chosen"}
+
+
+def _agent_of(text: str, question: str, q_tokens: set[str]) -> str | None:
+    """The name after the question's own verb in the unit's first passive of it: "Who produced the
+    film ...?" is answered by "Walt Disney" from "directed by Robert Stevenson and produced by Walt
+    Disney", not by the first name after "by". What stands before the passive in its clause must
+    share a word with the question."""
+    m = WHO_VERB_RE.match(question)
+    if m is None:
+        return None
+    verb = m.group("verb").lower()
+    participle = PARTICIPLES.get(verb, verb)
+    hit = re.search(rf"\b{re.escape(participle)}\s+(?=by\b)", text, re.I)
+    if hit is None:
+        return None
+    patient = re.split(r";|,\s+(?:while|whereas)\b", text[: hit.start()])[-1]
+    if not content_tokens(patient) & q_tokens:
+        return None  # what was done is not what the question asks about: "Ethiopia was supported by Russia" for Italy's allies
+    agent = re.match(r"by\s+(?:the\s+)?", text[hit.end():])
+    return _first_new(ENTITY_RE, text[hit.end() + agent.end(): hit.end() + 120], q_tokens) if agent else None
+
+
 def _defined_subject(text: str, question: str, q_tokens: set[str]) -> str | None:
     """The subject of a sentence that defines it as the kind the question asks for: "What science
     fantasy young adult series ... ?" is answered by "Animorphs" from "Animorphs is a science
@@ -664,6 +693,10 @@ def type_fit(qtype: str, e: dict[str, Any], question: str, q_tokens: set[str]) -
         expanded = _expanded(text) if FULL_NAME_Q_RE.search(question) else None
         if expanded is not None:
             return 1.0, expanded
+    if qtype in ("entity", "person"):
+        agent = _agent_of(text, question, q_tokens)
+        if agent is not None:
+            return DEFINED_FIT, agent
     if qtype in ("entity", "person", "place"):
         defined = _defined_subject(text, question, q_tokens)
         if defined is not None:
