@@ -524,6 +524,7 @@ def test_a_definition_of_the_questions_own_subject_or_of_a_relative_kind_is_no_d
 def test_a_bridge_pages_unit_that_says_what_the_asking_subquerys_words_are_answers():
     """"What is the county seat of the county where ...?" is split; the bridge county's page says
     "Its county seat is Halden." after a better-scored first-hop sentence that names the county.
+    Only a bridge page's unit is read this way.
     One word answers when it is a name; a sentence where the asked words are not followed by
     is/was ("... had 1,200 inhabitants and ...") gives no span."""
     q = "What is the county seat of the county where Little Brook, Vermont is located?"
@@ -534,8 +535,12 @@ def test_a_bridge_pages_unit_that_says_what_the_asking_subquerys_words_are_answe
     ]
     out = answer_by_rules(q, evidence, THRESHOLD, subqueries=2, asking=1, asking_text="What is the county seat of the county")
     assert out["answer"] == "Halden" and out["citations"][0] == "u3", out
-    # Not split: no asking subquery, so no such reading.
+    # Not split: no asking subquery, so no such reading; nor on a page that is no bridge (a report's
+    # "Audit fees are comprised of ..." for a split "What is Audit Fees?" keeps the rules before).
     assert answer_by_rules(q, evidence, THRESHOLD)["answer"] != "Halden"
+    unmarked = [{k: v for k, v in e.items() if k != "bridge"} for e in evidence]
+    assert answer_by_rules(q, unmarked, THRESHOLD, subqueries=2, asking=1, asking_text="What is the county seat of the county")[
+        "answer"] != "Halden"
 
 
 def test_a_figure_stands_where_the_closing_interrogative_points():

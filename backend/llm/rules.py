@@ -761,8 +761,9 @@ def _rank(qtype: str, e: dict[str, Any], question: str, q_tokens: set[str], asks
         fit, span = 0.0, None  # a number in a fact that says nothing of what the asking subquery asks
     else:
         fit, span = type_fit(qtype, e, question, asked_tokens if qtype == "number" and asked_tokens else q_tokens)
-        if qtype == "sentence" and fit <= 0 and asked_tokens and (said := _predicate(e["text"], asked_tokens, name_alone=True)):
-            fit, span = 1.0, said  # what the unit says the asking subquery's words are: "Its county seat is | Newport"
+        if qtype == "sentence" and fit <= 0 and asked_tokens and e.get("bridge") \
+                and (said := _predicate(e["text"], asked_tokens, name_alone=True)):
+            fit, span = 1.0, said  # what a bridge page says the asking subquery's words are: "Its county seat is | Newport"
         for _ in range(2):  # a span that names a bridge is the hop, not the answer: read the unit without it
             if not (span and any(b <= content_tokens(span) for b in bridges)):
                 break
