@@ -6,14 +6,15 @@ subcomponent space, its component's cosine in the text-encoder space, and covera
 question's content words), notes which of the retriever's subqueries (when it decomposed the
 question) each one covers best, hands the best ones (and the best unit of each subquery they
 leave out, and a few units of the bridge pages: the pages that the best unit of a subquery other
-than the asking one names by title, or for a question left unsplit the pages its best unit names)
-to the LLM backend's typed ANSWER task
-(backend/llm/answer.py), and turns the cited ids into citations with document, page, box and
+than the asking one names by title, or for a question left unsplit the pages its best unit names,
+and the pages a bridge page names by the role the asking subquery asks about) to the LLM
+backend's typed ANSWER task (backend/llm/answer.py), and turns the cited ids into citations with document, page, box and
 section path. Abstains ("not enough evidence") when the backend does.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -27,6 +28,9 @@ from backend.retrieval.references import named_in, question_references, referenc
 from backend.types import Answer, Citation, DecomposeStep, EvidencePack, Trace
 
 MAX_EVIDENCE = 8
+# "When was the star of the Netflix series born": a role of the bridge, asked about (reader.role_pages)
+ROLE_OF_RE = re.compile(r"\bthe\s+(?P<role>[a-z][a-z-]{2,})\s+of\s+(?:the|a|an|this|that)\s+[^,]+?(?=\s+(?:born|die|died|found|founded|"
+                        r"establish|created|release|was|is|were|are|live|lived|located|based|start|begin|end)\w*\b|$)", re.I)
 BRIDGE_UNITS = 3  # units of the bridge pages handed over besides the best ones
 # evidence score = weights . (subcomponent cosine, component cosine, question coverage)
 SUB_WEIGHT, COMPONENT_WEIGHT, COVERAGE_WEIGHT = 0.3, 0.3, 0.4
@@ -141,8 +145,33 @@ class EvidenceReader:
                     bridges.setdefault(doc, QUALIFIER.sub("", self.corpus.documents[doc].title).partition(",")[0])
         if not bridges:
             return scored
-        return [e.model_copy(update={"bridge": bridges[doc]}) if (doc := self.corpus.nodes[e.id].doc) in bridges else e
-                for e in scored]
+        hop_of = dict.fromkeys(bridges, 1)
+        if asking is not None:
+            for doc in self.role_pages(subqueries[asking], scored, bridges, titles):
+                if doc not in named and doc not in bridges:
+                    bridges[doc] = QUALIFIER.sub("", self.corpus.documents[doc].title).partition(",")[0]
+                    hop_of[doc] = 2
+        return [e.model_copy(update={"bridge": bridges[doc], "hop": hop_of[doc]}) if (doc := self.corpus.nodes[e.id].doc) in bridges
+                else e for e in scored]
+
+    def role_pages(self, asking: str, scored: list[EvidenceUnit], bridges: dict[str, str], titles) -> list[str]:
+        """The pages one hop past the bridge pages when the asking subquery asks something of a role
+        the bridge holds: "When was the star of the Netflix series born" asks the birth of the
+        series' star, who is named on the series' page ("starring Ellie Kemper"); her page is read
+        too. The role is "the R of the ..." with a word of the asking subquery left outside it; the
+        pages are those a bridge-page unit names after a word spelt like the role (its first four
+        letters: star, starring)."""
+        m = ROLE_OF_RE.search(asking)
+        if m is None or not (content_tokens(asking[:m.start()] + " " + asking[m.end():]) - QUESTION_WORDS - content_tokens(m.group(0))):
+            return []
+        stem = m.group("role")[:4].lower()
+        found: list[str] = []
+        for e in scored:
+            doc = self.corpus.nodes[e.id].doc
+            at = re.search(rf"\b{re.escape(stem)}\w*", e.text, re.I) if doc in bridges else None
+            if at is not None:
+                found += titles.mentioned(e.text[at.end():at.end() + 80], exclude=doc, limit=2)
+        return list(dict.fromkeys(found))[:4]
 
     def read(
         self, question: str, qvecs: tuple[np.ndarray, np.ndarray], pack: EvidencePack, subqueries: Sequence[str] = ()

@@ -210,3 +210,44 @@ def test_a_question_left_unsplit_is_read_on_the_page_its_best_unit_names_when_th
     assert "read on the page of Harlan Brisk" in result.answer.reason
     released = pipeline.run(retriever, "strata", "In which year was the film Paper Lanterns released?", 10, {}, 2048)
     assert released.answer.text == "1951" and released.answer.citations[0].doc == "Paper_Lanterns.pdf", released.answer
+
+
+ROLE_DOCS = {
+    "Mira_Tolson.pdf": ["Mira Tolson is an American actress, comedian and writer. Tolson is also currently a writer for the "
+                        "streaming comedy series Harbour Lights, produced by Ada Rowe."],
+    "Harbour_Lights.pdf": ["Harbour Lights is an American television sitcom created by Ada Rowe, starring Nell Quade in the "
+                           "title role, that has streamed since March 6, 2015."],
+    "Nell_Quade.pdf": ["Nell Quade (born May 2, 1980) is an American actress and comedian. She gained prominence as a "
+                       "receptionist on a workplace comedy for five seasons."],
+    "Ada_Rowe.pdf": ["Ada Rowe (born June 1, 1962) is an American writer and producer."],
+}
+
+
+def test_a_role_the_asking_subquery_asks_about_is_read_one_page_past_the_bridge(service):
+    """"When was the star of the comedy series that Mira Tolson writes for born?": the first hop
+    names Harbour Lights (the bridge), whose page holds a date of its own and names its star
+    ("starring Nell Quade"); the asking subquery asks the star's birth, read on her page
+    (reader.role_pages)."""
+    from backend.reader import subqueries_of
+    from tests.fakes import build_corpus, pipeline_for
+
+    corpus = build_corpus(service, ROLE_DOCS)
+    pipeline = pipeline_for(service, corpus)
+    result = pipeline.run(service.retriever("strata", corpus, pipeline.llm), "strata",
+                          "When was the star of the comedy series that Mira Tolson writes for born?", 10, {}, 2048)
+    assert len(subqueries_of(result.trace)) == 2
+    assert result.answer.text == "May 2, 1980" and result.answer.citations[0].doc == "Nell_Quade.pdf", result.answer
+    # The bridge page's units name the star after "starring"; a role that is itself what is asked
+    # ("Who is the star of the comedy series") is no hop past the bridge.
+    from backend.llm.answer import EvidenceUnit
+    from backend.reader import EvidenceReader
+    from backend.retrieval.mentions import title_index
+
+    reader = EvidenceReader(corpus, pipeline.llm, 0.35)
+    docs = {doc.file_name: d for d, doc in corpus.documents.items()}
+    bridge = {docs["Harbour_Lights.pdf"]: "Harbour Lights"}
+    units = [EvidenceUnit(id=n.id, kind=n.kind.value, text=n.text, score=0.5, cosine=0.5, coverage=0.2, role="anchor")
+             for n in corpus.nodes.values() if n.doc == docs["Harbour_Lights.pdf"] and n.text]
+    titles = title_index(corpus)
+    assert reader.role_pages("When was the star of the comedy series born", units, bridge, titles) == [docs["Nell_Quade.pdf"]]
+    assert reader.role_pages("Who is the star of the comedy series", units, bridge, titles) == []

@@ -29,6 +29,7 @@ class EvidenceUnit(TaskPayload):
     sub_coverage: float = Field(0.0, description="Share of that subquery's content words the unit contains.")
     bridge: str = Field("", description="The name its page is about, when that page is the bridge: the one the best "
                         "unit of another subquery names (the asking subquery's answer is read there).")
+    hop: int = Field(0, description="1 for a bridge page; 2 for a page a bridge page names by the role the asking subquery asks about.")
 
 
 class AnswerPayload(TaskPayload):

@@ -50,7 +50,9 @@ docugami and mmlongbench unchanged). A count may be a word before the counted th
 titles"), a name after "by" keeps its initial ("Robert J. Sherman"), and a figure inside a modifier
 ("a 15-county area") is no answer; "Who produced ...?" takes the name after "produced by", in a
 clause about what the question asks (from the probe's chain answers, bench/phrasing_probe.py
---answers: strata 11 -> 18 of 55 tune questions; tatqa tune EM 0.363 -> 0.365).
+--answers: strata 11 -> 18 of 55 tune questions; tatqa tune EM 0.363 -> 0.365). A page one hop past a
+bridge, named there by the role the asking subquery asks about ("When was the star of the series
+born": "starring Nell Quade"), ranks ROLE_HOP_WEIGHT above the bridge's own units (18 -> 20).
 
 What is not here: scoring the units (backend/reader.py does) or choosing the threshold
 (settings.reader.abstain_threshold).
@@ -173,6 +175,7 @@ TERM_NOISE = {"the", "a", "an", "option", "flag", "switch", "command", "function
 TYPED = ("number", "date", "person", "place", "definition")
 TYPE_WEIGHT = 0.5  # a unit of the asked type ranks above any eligible unit without one
 FINAL_SUBQUERY_WEIGHT = 0.2  # per unit of coverage of the asking subquery (0.4: tatqa tune EM 0.264 -> 0.232)
+ROLE_HOP_WEIGHT = 0.25  # a page the bridge names by the asked role holds the answer more surely than the bridge's own
 BRIDGE_WEIGHT = 0.5  # a unit on a bridge page (reader.on_bridge_pages): as much as holding the asked type (0.3: the same tune EM)
 WEAK_COVERAGE = 0.5  # no unit of the asked type and best coverage below this: abstain
 CITE_COVERAGE = 0.5  # a second unit is cited when it covers this share of the question's terms (and the chosen one's)
@@ -773,7 +776,7 @@ def _rank(qtype: str, e: dict[str, Any], question: str, q_tokens: set[str], asks
     if asks is not None and e.get("subquery") == asks:
         rank += FINAL_SUBQUERY_WEIGHT * e.get("sub_coverage", 0.0)
     if e.get("bridge"):
-        rank += BRIDGE_WEIGHT
+        rank += BRIDGE_WEIGHT + ROLE_HOP_WEIGHT * (e.get("hop", 1) >= 2)
     return rank, fit, span
 
 
