@@ -8,8 +8,8 @@ question) each one covers best, hands the best ones (and the best unit of each s
 leave out, and a few units of the bridge pages: the pages that the best unit of a subquery other
 than the asking one names by title, or for a question left unsplit the pages its best unit names,
 and the pages a bridge page names by the role the asking subquery asks about) to the LLM
-backend's typed ANSWER task (backend/llm/answer.py), and turns the cited ids into citations with document, page, box and
-section path. Abstains ("not enough evidence") when the backend does.
+backend's typed ANSWER task (backend/llm/answer.py), and turns the cited ids into citations with
+document, page, box and section path. Abstains ("not enough evidence") when the backend does.
 """
 
 from __future__ import annotations
@@ -29,8 +29,9 @@ from backend.types import Answer, Citation, DecomposeStep, EvidencePack, Trace
 
 MAX_EVIDENCE = 8
 # "When was the star of the Netflix series born": a role of the bridge, asked about (reader.role_pages)
-ROLE_OF_RE = re.compile(r"\bthe\s+(?P<role>[a-z][a-z-]{2,})\s+of\s+(?:the|a|an|this|that)\s+[^,]+?(?=\s+(?:born|die|died|found|founded|"
-                        r"establish|created|release|was|is|were|are|live|lived|located|based|start|begin|end)\w*\b|$)", re.I)
+ROLE_OF_RE = re.compile(
+    r"\bthe\s+(?P<role>[a-z][a-z-]{2,})\s+of\s+(?:the|a|an|this|that)\s+[^,]+?(?=\s+(?:born|die|died|found|founded|"
+    r"establish|created|release|was|is|were|are|live|lived|located|based|start|begin|end)\w*\b|$)", re.I)
 BRIDGE_UNITS = 3  # units of the bridge pages handed over besides the best ones
 # evidence score = weights . (subcomponent cosine, component cosine, question coverage)
 SUB_WEIGHT, COMPONENT_WEIGHT, COVERAGE_WEIGHT = 0.3, 0.3, 0.4
@@ -54,8 +55,8 @@ def _best_subquery(tokens: set[str], sub_tokens: Sequence[set[str]]) -> tuple[in
 
 def with_each_subquery(scored: list[EvidenceUnit], n_subqueries: int) -> list[EvidenceUnit]:
     """The MAX_EVIDENCE best units for the whole question, a few units of the bridge pages beyond
-    them, and, for a decomposed question, the unit that best covers each subquery when none of those does (the last hop's fact shares few words
-    with the whole question: "At the 2010 census, Summerlin's population was ..." for "What was
+    them, and, for a decomposed question, the unit that best covers each subquery when none of
+    those does (the last hop's fact shares few words with the whole question: "At the 2010 census, Summerlin's population was ..." for "What was
     the 2010 population of the community where Randall Cunningham II's high school is located?").
     Best first, as scored."""
     evidence = scored[:MAX_EVIDENCE]

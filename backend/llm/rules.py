@@ -592,7 +592,8 @@ FIRST_WH_RE = re.compile(r"\b(?:who|whom|whose|what|which|where|when|why|how)\b"
 
 # "Who produced the film?": the question's verb, read in the unit as a passive ("... directed by
 # Robert Stevenson and produced by Walt Disney"). Irregular participles are written out.
-WHO_VERB_RE = re.compile(r"^\s*(?:who|which\s+\w+|what\s+\w+)\s+(?:also\s+)?(?P<verb>[a-z][a-z-]*ed|(?:co-)?wrote|made|built|drew|ran|owns|won|led|began|gave|took|sang|chose)\b", re.I)
+WHO_VERB_RE = re.compile(r"^\s*(?:who|which\s+\w+|what\s+\w+)\s+(?:also\s+)?"
+                         r"(?P<verb>[a-z][a-z-]*ed|(?:co-)?wrote|made|built|drew|ran|owns|won|led|began|gave|took|sang|chose)\b", re.I)
 PARTICIPLES = {"wrote": "written", "co-wrote": "co-written", "drew": "drawn", "ran": "run", "owns": "owned", "won": "won",
                "made": "made", "built": "built", "led": "led", "began": "begun", "gave": "given", "took": "taken",
                "sang": "sung", "chose": "chosen"}
@@ -681,7 +682,8 @@ def _predicate(text: str, q_tokens: set[str], name_alone: bool = False) -> str |
     rest = PREDICATE_LEAD_RE.sub("", text[words[last].end():])
     rest = CONTRAST_RE.sub("", rest).strip().rstrip(".;:,")
     n_words = len(WORD_RE.findall(rest))
-    if not content_tokens(rest) or (n_words < MIN_PREDICATE_WORDS and not (name_alone and n_words and rest[:1].isupper() | rest[:1].isdigit())):
+    a_name = name_alone and n_words > 0 and (rest[:1].isupper() or rest[:1].isdigit())
+    if not content_tokens(rest) or (n_words < MIN_PREDICATE_WORDS and not a_name):
         return None
     return rest
 
