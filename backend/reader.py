@@ -143,17 +143,21 @@ class EvidenceReader:
             own = self.corpus.nodes[best.id].doc
             for doc in titles.mentioned(best.text, exclude=own, limit=4):
                 if doc not in named:
-                    bridges.setdefault(doc, QUALIFIER.sub("", self.corpus.documents[doc].title).partition(",")[0])
+                    bridges.setdefault(doc, self.bridge_name(doc))
         if not bridges:
             return scored
         hop_of = dict.fromkeys(bridges, 1)
         if asking is not None:
             for doc in self.role_pages(subqueries[asking], scored, bridges, titles):
                 if doc not in named and doc not in bridges:
-                    bridges[doc] = QUALIFIER.sub("", self.corpus.documents[doc].title).partition(",")[0]
+                    bridges[doc] = self.bridge_name(doc)
                     hop_of[doc] = 2
         return [e.model_copy(update={"bridge": bridges[doc], "hop": hop_of[doc]}) if (doc := self.corpus.nodes[e.id].doc) in bridges
                 else e for e in scored]
+
+    def bridge_name(self, doc: str) -> str:
+        """The name a bridge page is about: its title without a qualifier or a comma's rest."""
+        return QUALIFIER.sub("", self.corpus.documents[doc].title).partition(",")[0]
 
     def role_pages(self, asking: str, scored: list[EvidenceUnit], bridges: dict[str, str], titles) -> list[str]:
         """The pages one hop past the bridge pages when the asking subquery asks something of a role
