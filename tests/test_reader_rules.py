@@ -504,10 +504,14 @@ DEFINED = [
     ("Which British singer-songwriter hosted the 12th Harbour Awards?",
      [("She is a British singer-songwriter and television presenter.", 0.6),
       ("The 12th Harbour Awards were hosted by Mara Quill in Leeds.", 0.5)], "Mara Quill"),
+    # the kind asked after "the name of the"; the subject's words are all the question's, but not written together there
+    ("What is the name of the fight song of the college whose campus is in Ashford, Vale?",
+     [("Two campuses of the college are in the Vale region: the North Campus in Ashford and the Quay Campus.", 0.65),
+      ("Vale Song (Hail to Ashford) is a fight song of Ashford College.", 0.57)], "Vale Song"),
 ]
 
 
-@pytest.mark.parametrize("question, units, answer", DEFINED, ids=["series", "quoted-name", "album-by-star", "pronoun"])
+@pytest.mark.parametrize("question, units, answer", DEFINED, ids=["series", "quoted-name", "album-by-star", "pronoun", "name-of-the-kind"])
 def test_a_sentence_that_defines_its_subject_as_the_asked_kind_answers_with_the_subject(question, units, answer):
     evidence = [unit(f"u{i}", text, score, 0.4) for i, (text, score) in enumerate(units)]
     assert answer_by_rules(question, evidence, THRESHOLD)["answer"] == answer
@@ -519,6 +523,23 @@ def test_a_definition_of_the_questions_own_subject_or_of_a_relative_kind_is_no_d
     where = [unit("u1", "Inside the Harbour is the third album of Mara Quill, recorded at the Sands.", 0.6, 0.5)]
     assert answer_by_rules("Where is the hotel in which Mara Quill's third album was recorded?", where, THRESHOLD)["answer"] \
         != "Inside the Harbour"
+
+
+def test_a_sentence_that_says_its_subject_is_the_asked_description_answers_with_the_subject():
+    """"What was the 31st biennial Harbour regatta held after ...?": the sentence "The Harbour regatta
+    of 2016 was the 31st biennial Harbour regatta, ..." answers with its subject, not a better-scored
+    sentence about what the question names. The description must be echoed for at least three
+    content words ("the capital of" is not enough), and a pronoun is no subject."""
+    q = "What was the 31st biennial Harbour regatta held after the 2016 Ashford sprint?"
+    evidence = [
+        unit("u1", "The 2016 Ashford sprint took place on May 3 in Ashford, ahead of the 2016 regatta.", 0.66, 0.55),
+        unit("u2", "The Harbour regatta of 2016 was the 31st biennial Harbour regatta, held on Saturday, June 4, 2016.", 0.64, 0.6),
+    ]
+    assert answer_by_rules(q, evidence, THRESHOLD)["answer"] == "The Harbour regatta of 2016"
+    pronoun = [evidence[0], unit("u2", "It was the 31st biennial Harbour regatta, held on Saturday, June 4, 2016.", 0.64, 0.6)]
+    assert answer_by_rules(q, pronoun, THRESHOLD)["answer"] != "It"
+    short = [unit("u1", "Halden is the capital of Ash County.", 0.6, 0.5)]
+    assert answer_by_rules("What is the capital of the county where Little Brook lies?", short, THRESHOLD)["answer"] != "Halden"
 
 
 def test_a_bridge_pages_unit_that_says_what_the_asking_subquerys_words_are_answers():

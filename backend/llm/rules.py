@@ -573,10 +573,11 @@ def _of_kind(text: str, question: str, q_tokens: set[str]) -> str | None:
 # "Which other Mexican Formula One race car driver has ..."): its words up to the first auxiliary,
 # preposition, relative word, determiner or comma, less a verb before a determiner or a participle
 # in -ed; the last one is its head noun.
-KIND_PHRASE_RE = re.compile(
-    r"\b(?:which|what)\s+((?:(?!(?:is|was|are|were|does|do|did|has|have|had|can|could|will|would|that|which|who|whose|of|in|"
-    r"on|at|for|to|by|with|from|as|and|or|the|a|an|his|her|its|their)\b)[\w'’\"“”-]+\s*){1,8})(?P<stop>the|a|an|his|her|its|their)?",
-    re.I)
+_KIND_BODY = (r"((?:(?!(?:is|was|are|were|does|do|did|has|have|had|can|could|will|would|that|which|who|whose|of|in|"
+              r"on|at|for|to|by|with|from|as|and|or|the|a|an|his|her|its|their)\b)[\w'’\"“”-]+\s*){1,8})(?P<stop>the|a|an|his|her|its|their)?")
+KIND_PHRASE_RE = re.compile(r"\b(?:which|what)\s+" + _KIND_BODY, re.I)
+# "What is the name of the fight song of ...": a kind asked after "the name of the"
+NAMED_KIND_RE = re.compile(r"^\s*what (?:is|was|are|were) the (?:full |official )?names? of (?:the|a|an)\s+" + _KIND_BODY, re.I)
 GENERIC_KINDS = frozenset(content_tokens("name kind type sort other"))
 # "Animorphs is a science fantasy series of young adult books ...", "Pedro Rodríguez is the most
 # successful Mexican driver ...": a sentence that defines its subject as a kind of thing.
@@ -588,6 +589,9 @@ DESCRIPTION_WORDS = 8  # the kind's head must be among the first words of the de
 # another ("the third studio album | by country music star Randy Travis" defines an album, no star).
 DESCRIPTION_END_RE = re.compile(r",|\b(?:of|by|for|in|on|at|from|with|to|who|which|that|whose|and|or)\b", re.I)
 FIRST_WH_RE = re.compile(r"\b(?:who|whom|whose|what|which|where|when|why|how)\b", re.I)
+# "What was the 58th quadrennial American presidential election held after ...?": a description asked for
+WHAT_THE_RE = re.compile(r"^\s*what (?:is|was|are|were) the (?P<desc>[^?]+)", re.I)
+MIN_DESCRIBED = 3  # content words of the question's description ("58th quadrennial american presidential election")
 
 
 # "Who produced the film?": the question's verb, read in the unit as a passive ("... directed by
@@ -619,32 +623,88 @@ def _agent_of(text: str, question: str, q_tokens: set[str]) -> str | None:
     return _first_new(ENTITY_RE, text[hit.end() + agent.end(): hit.end() + 120], q_tokens) if agent else None
 
 
+def _asked_kind(question: str) -> re.Match | None:
+    """The kind phrase a which/what question asks for (KIND_PHRASE_RE's match): after the question's
+    first interrogative ("Which Catholic diocese ..."), or after "What is the name of the" ("What is
+    the name of the fight song of the university ...": a fight song). None when the question asks
+    with another word first ("Where does the hotel in which ...")."""
+    named = NAMED_KIND_RE.match(question)
+    if named is not None:
+        return named
+    kind = KIND_PHRASE_RE.search(question)
+    return kind if kind is not None and FIRST_WH_RE.search(question).start() == kind.start() else None
+
+
+def _own_subject(subject: str, question: str, q_tokens: set[str]) -> bool:
+    """Is a defined subject the question's own (a hop's page defines what the question names)? Its
+    words are the question's, written together there: "Kansas Song" is not "Lawrence, Kansas ...
+    fight song"."""
+    if not content_tokens(subject) <= q_tokens:
+        return False
+    words = [w.lower() for w in WORD_RE.findall(subject) if content_tokens(w)]
+    return bool(re.search(r"\b" + r"\W+(?:\w+\W+){0,2}?".join(map(re.escape, words)) + r"\b", question, re.I)) if words else True
+
+
+def _defining_subject(m: re.Match, question: str, q_tokens: set[str]) -> str | None:
+    """DEFINING_RE's subject when it is a name (capitalised words, joined by of/and/the ...) and not
+    a pronoun or the question's own subject."""
+    subject = m.group("subj").strip()
+    words = subject.split()
+    if not all(w.lstrip("\"“")[:1].isupper() or w[:1].isdigit() or w.lower() in NAME_JOINERS for w in words):
+        return None
+    if subject.lower() in SENTENCE_OPENERS or not content_tokens(subject) or _own_subject(subject, question, q_tokens):
+        return None
+    return subject
+
+
 def _defined_subject(text: str, question: str, q_tokens: set[str]) -> str | None:
     """The subject of a sentence that defines it as the kind the question asks for: "What science
     fantasy young adult series ... ?" is answered by "Animorphs" from "Animorphs is a science
     fantasy series of young adult books ...". The head noun of the asked kind must be among the
-    first DESCRIPTION_WORDS words of the definition, the subject must be a name (capitalised words,
-    joined by of/and/the ...), and not only the question's own words (a hop's page defines the
-    question's own subject)."""
-    kind = KIND_PHRASE_RE.search(question)
+    first DESCRIPTION_WORDS words of the definition, the subject must be a name (_defining_subject)."""
+    kind = _asked_kind(question)
     m = DEFINING_RE.match(text)
-    if kind is None or m is None or FIRST_WH_RE.search(question).start() != kind.start():
-        return None  # no kind asked ("Where does the hotel in which ..." asks with where), or no definition
+    if kind is None or m is None:
+        return None  # no kind asked, or no definition
     words = WORD_RE.findall(kind.group(1))
     if len(words) > 1 and (kind.group("stop") or words[-1].lower().endswith("ed")):
         words = words[:-1]  # a verb before its object or a participle: "Which diocese administers | the ...", "What airport serviced | by"
     heads = [t for t in content_tokens_each(words) if t and not t <= GENERIC_KINDS]
     if not heads:
         return None
-    subject = m.group("subj").strip()
-    words = subject.split()
-    if not all(w.lstrip("\"“")[:1].isupper() or w[:1].isdigit() or w.lower() in NAME_JOINERS for w in words):
+    subject = _defining_subject(m, question, q_tokens)
+    if subject is None:
         return None
-    if subject.lower() in SENTENCE_OPENERS or not content_tokens(subject) or content_tokens(subject) <= q_tokens:
-        return None  # a pronoun ("She was one of ..."), or the question's own subject
     phrase = DESCRIPTION_END_RE.split(m.group("desc"), maxsplit=1)[0]
     described = content_tokens(" ".join(WORD_RE.findall(phrase)[:DESCRIPTION_WORDS]))
     return subject if heads[-1] & described else None
+
+
+def _described_subject(text: str, question: str, q_tokens: set[str]) -> str | None:
+    """The subject of a sentence that says it is what the question describes: "What was the 58th
+    quadrennial American presidential election held after ...?" is answered by "The United States
+    presidential election of 2016" from "The United States presidential election of 2016 was the
+    58th quadrennial American presidential election, held ...". The question's description (its
+    words after "what is the", as far as the sentence's own description, up to its first preposition,
+    relative word or comma, holds each of them) must hold MIN_DESCRIBED content words. The
+    subject need not be all names here (the whole description vouches for it), but it may not be a
+    pronoun or only the question's words."""
+    asked = WHAT_THE_RE.match(question)
+    m = DEFINING_RE.match(text)
+    if asked is None or m is None or NAMED_KIND_RE.match(question):
+        return None
+    own = content_tokens(DESCRIPTION_END_RE.split(m.group("desc"), maxsplit=1)[0])
+    described = 0
+    for tokens in content_tokens_each(WORD_RE.findall(asked.group("desc"))):
+        if tokens - own:
+            break  # the question's description goes on past the sentence's ("... election | held after ...")
+        described += len(tokens)
+    if described < MIN_DESCRIBED:
+        return None
+    subject = m.group("subj").strip()
+    if subject.lower() in SENTENCE_OPENERS or not content_tokens(subject) or _own_subject(subject, question, q_tokens):
+        return None
+    return subject
 
 
 # What stands between the question's echoed words and what the sentence says of them: a copula
@@ -706,6 +766,10 @@ def type_fit(qtype: str, e: dict[str, Any], question: str, q_tokens: set[str]) -
         defined = _defined_subject(text, question, q_tokens)
         if defined is not None:
             return DEFINED_FIT, defined
+    if qtype == "sentence":
+        described = _described_subject(text, question, q_tokens)
+        if described is not None:
+            return DEFINED_FIT, described
     if qtype == "number":
         computed = _years_counted(question, e) or _arithmetic(question, e)
         if computed is not None:
