@@ -618,3 +618,40 @@ def test_a_who_verb_question_takes_the_name_after_its_own_verb_in_the_passive():
     other = [unit("u1", "In addition, Veldt was supported by Ostmark with military advisers.", 0.6, 0.5),
              unit("u2", "Lundia was supported by its two allies Brisa and Carrow during the Salt War.", 0.55, 0.5)]
     assert answer_by_rules("Which countries supported Lundia in the Salt War?", other, THRESHOLD)["answer"] != "Ostmark"
+
+
+def test_a_share_of_one_row_in_another_is_computed_from_both_rows_of_one_table():
+    """"What is the percentage of Harbour Wireless out of the total operating revenues in Q4 2019?"
+    divides one row's Q4 2019 cell by the other's; a ratio is written without "%". A row of another
+    table that matches a phrase less well is not used, and when a phrase's best row has no partner
+    in its table nothing is computed."""
+    rows = [
+        unit("d:t1.1", "Table 1: OPERATING REVENUES: Harbour Wireless; Q4 2019: 2,493; Q4 2018: 2,407", 0.6, 0.6, kind="row"),
+        unit("d:t1.4", "Table 1: OPERATING REVENUES: Total operating revenues; Q4 2019: 6,316; Q4 2018: 6,215", 0.55, 0.6, kind="row"),
+        unit("d:t2.1", "Table 2: column 1: Wireless; Q4 2019: 900; Q4 2018: 850", 0.5, 0.4, kind="row"),
+        unit("d:p1.0", "Harbour Wireless operating revenues increased by 3.6% in Q4 2019.", 0.8, 0.7),
+    ]
+    out = answer_by_rules("What is the percentage of Harbour Wireless out of the total operating revenues in Q4 2019?", rows, THRESHOLD)
+    assert out["answer"] == "39.47%" and out["citations"] == ["d:t1.1", "d:t1.4"], out
+    assert answer_by_rules("What is the ratio of Harbour Wireless to total operating revenues in Q4 2018?", rows, THRESHOLD)["answer"] == "0.39"
+    alone = [rows[0], rows[2], rows[3]]  # no total row beside the best Harbour Wireless row
+    out = answer_by_rules("What is the percentage of Harbour Wireless out of the total operating revenues in Q4 2019?", alone, THRESHOLD)
+    assert "computed" not in out["reason"] and out["answer"] != "277%", out
+
+
+def test_a_share_of_two_cells_of_one_row_is_read_by_their_headers():
+    row = unit("d:t3.2", "Table 3: column 1: Purchase obligations; Total: 424,561; Less than 1 year: 201,000; "
+                         "1-3 years: 150,000; More than 5 years: 36,675", 0.6, 0.6, kind="row")
+    q = "What is the percentage of the purchase obligations of more than 5 years in the total purchase obligations?"
+    assert answer_by_rules(q, [row], THRESHOLD)["answer"] == "8.64%"
+
+
+def test_a_row_that_computes_the_asked_total_beats_a_better_scored_row_with_a_cell_of_shared_words():
+    """"the total amount of audit fees in both 2018 and 2019" is the Audit Fees row's sum, not the
+    "Percentage of Total Fees" cell of a better-scored row, where "total" names a header."""
+    evidence = [
+        unit("d:t1.1", "Table 1: column 1: Statutory audit and certification; 2019: 4,105,000; Percentage of Total Fees: 96.3%",
+             0.66, 0.7, kind="row"),
+        unit("d:t2.1", "Table 2: column 1: Audit Fees (1); 2018: $58,000; December 31, 2019: $55,000", 0.59, 0.6, kind="row"),
+    ]
+    assert answer_by_rules("What is the total amount of audit fees in both 2018 and 2019?", evidence, THRESHOLD)["answer"] == "113000"

@@ -185,6 +185,10 @@ MAX_CITED = 3
 # which year?": "Three Men on a Horse is a play by George Abbott ...", the year on Abbott's page).
 UNSPLIT_BRIDGE_TYPES = ("number", "date", "person", "place", "entity")
 DEFINED_FIT = 1.5  # a sentence that defines its subject as the asked kind holds the answer more surely than any name in it
+# a row from which the asked arithmetic is computed over the asked years holds the answer more surely than a
+# row with a cell whose header shares the question's words ("Percentage of Total Fees" for "the total ... in
+# both 2018 and 2019"); tatqa tune EM 0.377 (1.5) -> 0.388 (1.8) = 0.388 (2.2, lower F1)
+COMPUTED_FIT = 1.8
 
 
 def question_type(question: str) -> str:
@@ -773,7 +777,7 @@ def type_fit(qtype: str, e: dict[str, Any], question: str, q_tokens: set[str]) -
     if qtype == "number":
         computed = _years_counted(question, e) or _arithmetic(question, e)
         if computed is not None:
-            return 1.5, computed
+            return COMPUTED_FIT, computed
         years = tuple(years_in(question))
         pairs = max(2, len(years)) if RESPECTIVE_RE.search(question) else 0
         nums = _numbers(e, q_tokens, count=bool(re.search(r"\bhow many\b", question, re.I)), pairs=pairs, years=years)
@@ -941,6 +945,109 @@ def compared(question: str, evidence: list[dict[str, Any]]) -> dict[str, Any] | 
             "reason": f"compared when each was {verb.lower()}: {dated[0][1]} {dated[0][0][0]}, {dated[1][1]} {dated[1][0][0]}"}
 
 
+# "What is the percentage of Bell Wireless out of the Total BCE operating revenues in Q4 2019?",
+# "the proportion of X over total assets", "the ratio of A to B", "What percentage of B is made up
+# of A?": a share of one table row in another (TAT-QA's two-row arithmetic).
+SHARE_RE = re.compile(
+    r"\b(?P<op>percentage|proportion|ratio|share|portion|fraction)\s+(?:constitution\s+)?of\s+(?P<a>.+?)\s+"
+    r"(?:out of|over|to|against|among|within|in)\s+(?P<b>.+)$", re.I)
+SHARE_OF_RE = re.compile(
+    r"\bwhat\s+(?P<op>percentage|proportion|share|portion|fraction)\s+of\s+(?P<b>.+?)\s+(?:is|was|are|were)\s+"
+    r"(?:made up of|comprised of|accounted for by|attributable to|from)\s+(?P<a>.+)$", re.I)
+# What a share question says of its period after the rows it names: "in Q4 2019", "as of end of period", "for FY2019"
+PERIOD_TAIL_RE = re.compile(
+    r"(?:,?\s+(?:in|at|as of|as at|for|during|on|by|of)\s+(?:the\s+)?(?:(?:fiscal(?:\s+year)?|fy|f|q[1-4]|year|end|"
+    r"beginning|december|september|june|march)\b|'?\d{2,4}\b).*)?\?*\s*$", re.I)
+ROW_MATCH = 2 / 3  # a row answers a phrase when the phrase holds this share of its label's words
+
+
+def _label(e: dict[str, Any]) -> str:
+    """A table row's label: its first cell, less the column header written before it."""
+    cells = row_cells(e["text"])
+    return cells[0][1].rsplit(": ", 1)[-1] if cells else ""
+
+
+def _rows_for(phrase: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows whose label the phrase names best: the largest share of the label's words in the
+    phrase (at least ROW_MATCH), then the most words shared; ties in evidence order."""
+    words = content_tokens(phrase) - QUESTION_WORDS
+    found = []
+    for e in rows:
+        label = content_tokens(_label(e))
+        if label and (shared := len(label & words)) and shared / len(label) >= ROW_MATCH:
+            found.append(((shared / len(label), shared), e))
+    top = max((key for key, _ in found), default=None)
+    return [e for key, e in found if key == top]
+
+
+def _column(question: str, a: dict[str, Any], b: dict[str, Any]) -> tuple[float, float] | None:
+    """The two rows' values in one column: the one year the question names, else the header that
+    shares most words with the question, else the first column both rows fill."""
+    years = years_in(question)
+    ca, cb = dict(row_cells(a["text"])[1:]), dict(row_cells(b["text"])[1:])
+    heads = [h for h in ca if h in cb and cell_value(ca[h]) is not None and cell_value(cb[h]) is not None]
+    if len(years) == 1:
+        heads = [h for h in heads if years[0] in years_in(h)]
+    elif len(years) > 1:
+        return None
+    if not heads:
+        return None
+    q_tokens = content_tokens(question)
+    head = max(heads, key=lambda h: (len(content_tokens(h) & q_tokens), -heads.index(h)))
+    return cell_value(ca[head]), cell_value(cb[head])  # type: ignore[return-value]
+
+
+def _cells(row: dict[str, Any], a_phrase: str, b_phrase: str) -> tuple[float, float, str, str] | None:
+    """Two cells of one row that the phrases name by their headers, beyond the row's label: "the
+    purchase obligations of more than 5 years in the total purchase obligations" is the row's "More
+    than 5 years" cell over its "Total" cell. (a, b, header a, header b), or None."""
+    label = content_tokens(_label(row))
+    cells = [(h, cell_value(v)) for h, v in row_cells(row["text"])[1:] if cell_value(v) is not None]
+    picked = []
+    for phrase in (a_phrase, b_phrase):
+        words = content_tokens(phrase) - QUESTION_WORDS - label
+        scored = [(len(content_tokens(h) & words), -i, h, v) for i, (h, v) in enumerate(cells) if content_tokens(h) & words]
+        if not scored:
+            return None
+        picked.append(max(scored))
+    (_, _, ha, va), (_, _, hb, vb) = picked
+    return (va, vb, ha, hb) if ha != hb else None  # type: ignore[return-value]
+
+
+def shared_rows(question: str, evidence: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """A share of one table row in another, computed from the rows in the evidence: "What is the
+    percentage of Bell Wireless out of the Total BCE operating revenues in Q4 2019?" divides Bell
+    Wireless's Q4 2019 cell by the total's. Each phrase's row is the one whose label it names best
+    (_rows_for), and the two must be rows of one table; the column is the question's year. When both
+    phrases name the same row, its cells are read by their headers (_cells). A percentage is
+    written with "%", a ratio or proportion is not. None when the question asks for no such share
+    or the rows or their cells are not found."""
+    m = SHARE_OF_RE.search(question) or SHARE_RE.search(question)
+    if m is None:
+        return None
+    a_phrase, b_phrase = (PERIOD_TAIL_RE.sub("", m.group(k)) for k in ("a", "b"))
+    rows = [e for e in evidence if e.get("kind") == "row"]
+    pairs = [(ra, rb) for ra in _rows_for(a_phrase, rows) for rb in _rows_for(b_phrase, rows)
+             if ra["id"].rpartition(".")[0] == rb["id"].rpartition(".")[0]]
+    if not pairs:
+        return None
+    ra, rb = next(((ra, rb) for ra, rb in pairs if ra["id"] != rb["id"]), pairs[0])
+    if ra["id"] != rb["id"]:
+        values = _column(question, ra, rb)
+        what = f"the row '{_label(ra)}' in the row '{_label(rb)}'"
+    else:
+        cells = _cells(ra, a_phrase, b_phrase)
+        values = cells[:2] if cells else None
+        what = f"'{cells[2]}' in '{cells[3]}' of the row '{_label(ra)}'" if cells else ""
+    if values is None or not values[1]:
+        return None
+    percent = m.group("op").lower() == "percentage"
+    value = values[0] / values[1] * (100 if percent else 1)
+    return {"answer": plain_number(value) + ("%" if percent else ""), "citations": list(dict.fromkeys([ra["id"], rb["id"]])),
+            "abstain": False, "confidence": round(min(ra["score"], rb["score"]), 3),
+            "reason": f"computed the {m.group('op').lower()} of {what}"}
+
+
 def answer_by_rules(question: str, evidence: list[dict[str, Any]], threshold: float, subqueries: int = 0,
                     asking: int | None = None, asking_text: str = "") -> dict[str, Any]:
     """The reader prompt's reply by rules: the unit that best holds what the question asks for.
@@ -958,9 +1065,9 @@ def answer_by_rules(question: str, evidence: list[dict[str, Any]], threshold: fl
         best = evidence[0]["score"] if evidence else 0.0
         return _abstain(best, f"best evidence score {best:.2f} is below the threshold {threshold:.2f}")
     q = question.strip()
-    comparison = compared(q, evidence)
-    if comparison is not None:
-        return comparison
+    computed = compared(q, evidence) or shared_rows(q, evidence)
+    if computed is not None:
+        return computed
     q_tokens = content_tokens(q) - QUESTION_WORDS
     qtype = question_type(q)
     decomposed = subqueries > 1
