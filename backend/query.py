@@ -33,6 +33,7 @@ from backend.reader import EvidenceReader, subqueries_of
 from backend.retrieval.base import Retriever
 from backend.retrieval.mentions import near_titles
 from backend.retrieval.names import named_first
+from backend.retrieval.rows import named_rows_first
 from backend.retrieval.references import place_references
 from backend.retrieval.scope import SCOPE_WIDEN, within_scope
 from backend.retrieval.traits import is_long_separate_corpus, is_template_corpus
@@ -167,6 +168,7 @@ class QueryPipeline:
             question = spelt_as_titles(self.corpus, question, trace)
         hits = retriever.retrieve(question, depth, params, trace)
         if retriever.follows_references:
+            hits = named_rows_first(self.corpus, question, hits, trace)
             if is_template_corpus(self.corpus):
                 hits = named_first(self.corpus, question, hits, trace)
             elif is_long_separate_corpus(self.corpus):

@@ -69,7 +69,7 @@ BROWSER_MODULES = {"ui/test_api_client.py"}
 INTEGRATION_MODULES = {"test_cli.py", "ingest/test_debian_manuals.py"}
 # Fixtures that run the whole ingest pipeline (parse, layout, graph, encoders, indexes) on real
 # PDFs: a test that needs one (directly or through another fixture) is an integration test.
-INGEST_FIXTURES = {"sample_workspace", "evaluated", "numbered_workspace"}
+INGEST_FIXTURES = {"sample_workspace", "evaluated", "numbered_workspace", "reports_workspace"}
 
 
 def _marks_for(rel: str, fixtures: set[str]) -> list[str]:

@@ -1,0 +1,84 @@
+"""Table rows the question names by their whole label: "What was the change in operating expenses
+between 2018 and 2019?" is asked of the row labelled "Operating expenses", not of "Other operating
+expenses" or "Total operating expense", whose pages hold every word of the question as well.
+
+A flat chunk knows no row, so this is a signal of the structure: a table's rows are
+subcomponents, each with its first cell, the row's label (backend/ingest/components.py writes a
+row as "Table 1: <first header>: <label>; <header>: <value>; ..."). On dev-tatqa-pdf most of the
+questions a method misses are lexical ties (bench/RESULTS.md, sixteenth session): another report
+holds the same words. In ten of strata's 33 tune misses the gold page held a row whose every
+label word the question writes, and none of the pages ranked above it did.
+
+Where it acts (Retriever.follows_references, applied by QueryPipeline.retrieve after the
+strategy ranked, before the documents the question names go first; the flat floors bm25, dense
+and hybrid keep their meaning): the hits on pages that hold such a row (a row among the hits, or
+a row of a table among them) go first, each part in the strategy's order.
+"""
+
+from __future__ import annotations
+
+import re
+
+from backend.llm.text import QUESTION_WORDS, content_tokens
+from backend.types import NodeKind, RankStep, ScoredNode, Trace
+
+BRACKETED_RE = re.compile(r"\([^()]*\)")
+
+
+def row_label(text: str, table_label: str | None) -> str:
+    """A row's label, its first cell's value: "Operating expenses" of "Table 1: column 1:
+    Operating expenses; 2019: 261,264; 2018: 194,054"."""
+    if table_label and text.startswith(f"{table_label}: "):
+        text = text[len(table_label) + 2:]
+    first = text.split("; ", 1)[0]
+    return first.rsplit(": ", 1)[-1] if ": " in first else ""
+
+
+def named_label(label: str, words: set[str]) -> bool:
+    """Does the question write every word of the label (and the label hold a word, not only figures)?
+    What the label says in brackets qualifies it and need not be written: "Gross profit (in
+    thousands)", "Deferred tax assets (see Note 16)", "Other items(1)"."""
+    label = BRACKETED_RE.sub(" ", label)
+    tokens = content_tokens(label) - QUESTION_WORDS
+    return bool(tokens) and any(c.isalpha() for c in label) and tokens <= words
+
+
+def named_rows_first(corpus, question: str, hits: list[ScoredNode], trace: Trace) -> list[ScoredNode]:
+    """`hits` with those on the pages holding a row the question names by its whole label first,
+    each part in the strategy's order; unchanged when no such page is among them."""
+    words = content_tokens(question) - QUESTION_WORDS
+    if not words:
+        return hits
+    nodes = corpus.nodes
+    pages: dict[tuple[str, int], str] = {}
+    for hit in hits:
+        node = nodes[hit.node_id]
+        if node.kind == NodeKind.ROW:
+            rows = [hit.node_id]
+        elif node.kind == NodeKind.TABLE:
+            rows = corpus.subcomponents(hit.node_id)
+        else:
+            continue
+        for row_id in rows:
+            row = nodes[row_id]
+            table = nodes[row.parent] if row.parent else None
+            label = row_label(row.text, table.label if table is not None else None)
+            if named_label(label, words):
+                pages.setdefault((row.doc, row.page), label)
+    if not pages:
+        return hits
+    first = [h for h in hits if (nodes.doc_of(h.node_id), nodes.page_of(h.node_id)) in pages]
+    if len(first) == len(hits) or [h.node_id for h in first] == [h.node_id for h in hits[:len(first)]]:
+        return hits
+    rest = [h for h in hits if (nodes.doc_of(h.node_id), nodes.page_of(h.node_id)) not in pages]
+    out, floor = [], float("inf")
+    for h in first + rest:  # scores stay non-increasing
+        floor = min(floor, h.score)
+        out.append(h.model_copy(update={"score": floor}))
+    labels = list(dict.fromkeys(pages.values()))
+    trace.add(RankStep(label="Units of the pages holding a row the question names, first", index="rows", candidates=out[:len(first)][:30]))
+    trace.notes.append(
+        f"The question names the whole label of {len(labels)} table row(s) ({', '.join(repr(lab) for lab in labels[:4])}"
+        f"{' ...' if len(labels) > 4 else ''}) on {len(pages)} page(s); their units go first."
+    )
+    return out

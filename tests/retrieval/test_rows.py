@@ -1,0 +1,99 @@
+"""Table rows a question names by their whole label (backend/retrieval/rows.py): the label read
+from a row, the words that must be written, and the pages holding such a row placed first, through
+the real ingest (ruled tables that pymupdf finds) and the real query pipeline."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pymupdf
+import pytest
+
+from backend.retrieval.rows import named_label, named_rows_first, row_label
+from backend.types import NodeKind, ScoredNode, Trace
+
+
+def test_a_rows_label_is_its_first_cell():
+    assert row_label("Table 1: column 1: Operating expenses; 2019: 261,264; 2018: 194,054", "Table 1") == "Operating expenses"
+    assert row_label("Table 2: OPERATING REVENUES: Bell Wireless; Q4 2019: 2,493", "Table 2") == "Bell Wireless"
+    assert row_label("(In Millions): Data Center Group; Dec 28, 2019: $7,155", None) == "Data Center Group"
+    assert row_label("no cells here", None) == ""
+
+
+def test_every_word_of_the_label_must_be_written_but_not_what_it_says_in_brackets():
+    words = {"chang", "oper", "expens"}  # content_tokens of "change in operating expenses"
+    assert named_label("Operating expenses", words)
+    assert named_label("Operating expenses (in thousands)", words)
+    assert named_label("Operating expenses(1)", words)
+    assert not named_label("Other operating expenses", words)
+    assert not named_label("Total operating expense", {"total"})
+    assert not named_label("2019", {"2019"})  # a label of figures names nothing
+    assert not named_label("(in millions)", words)
+
+
+def _ruled_table(page: pymupdf.Page, top: float, rows: list[list[str]]) -> None:
+    left, col, row_h = 72, 150, 22
+    for r, cells in enumerate(rows):
+        for c, cell in enumerate(cells):
+            page.insert_text((left + c * col + 4, top + r * row_h + 15), cell, fontsize=10)
+    for r in range(len(rows) + 1):
+        page.draw_line((left, top + r * row_h), (left + col * len(rows[0]), top + r * row_h))
+    for c in range(len(rows[0]) + 1):
+        page.draw_line((left + c * col, top), (left + c * col, top + row_h * len(rows)))
+
+
+# Three one-page extracts of annual reports, each with the words "operating expenses", "2018"
+# and "2019"; only the first has a row labelled "Operating expenses".
+REPORTS = {
+    "harbour_extract.pdf": ("The harbour company reports its results for the year.",
+                            [["", "2019", "2018"], ["Operating expenses", "261,264", "194,054"], ["Revenue", "500,100", "480,000"]]),
+    "quarry_extract.pdf": ("Operating expenses of the quarry rose in 2019 against 2018, as the table shows.",
+                           [["", "2019", "2018"], ["Other operating expenses", "27.0", "33.7"], ["Total operating expense", "166.3", "513.3"]]),
+    "mill_extract.pdf": ("The mill's operating expenses in 2019 and 2018 are set out below.",
+                         [["", "2019", "2018"], ["Staff costs", "12.5", "11.0"], ["Total operating expense", "31.9", "18.6"]]),
+}
+QUESTION = "What was the change in operating expenses between 2018 and 2019?"
+
+
+@pytest.fixture(scope="module")
+def reports_workspace(service, strata_settings, tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("row_reports")
+    paths = []
+    for name, (prose, rows) in REPORTS.items():
+        doc = pymupdf.open()
+        page = doc.new_page()
+        page.insert_text((72, 72), prose, fontsize=11)
+        _ruled_table(page, 120, rows)
+        doc.save(folder / name)
+        paths.append(folder / name)
+    ws = strata_settings.workspace_root / "row_reports"
+    report = service.ingest(ws, paths)
+    assert not report.failed, report.failed
+    return ws
+
+
+def test_the_pages_holding_a_row_the_question_names_go_first(service, reports_workspace):
+    corpus = service.corpus(reports_workspace)
+    tables = {corpus.documents[n.doc].file_name: nid for nid, n in corpus.nodes.items() if n.kind == NodeKind.TABLE}
+    assert set(tables) == set(REPORTS), "find_tables read every ruled table"
+    # the strategy ranked the look-alike reports first
+    hits = [ScoredNode(node_id=tables[name], score=1.0 - i / 10, why="") for i, name in
+            enumerate(["quarry_extract.pdf", "mill_extract.pdf", "harbour_extract.pdf"])]
+    trace = Trace(method="strata", llm_backend="rules")
+    out = named_rows_first(corpus, QUESTION, hits, trace)
+    assert [corpus.documents[corpus.nodes.doc_of(h.node_id)].file_name for h in out] == \
+        ["harbour_extract.pdf", "quarry_extract.pdf", "mill_extract.pdf"]
+    assert all(a.score >= b.score for a, b in zip(out, out[1:]))
+    assert any(getattr(s, "index", None) == "rows" for s in trace.steps)
+    assert any("'Operating expenses'" in n for n in trace.notes)
+    # a question that names no row's whole label leaves the order as it was
+    assert named_rows_first(corpus, "What was the change in expenses between 2018 and 2019?", hits, Trace(method="strata",
+                            llm_backend="rules")) == hits
+
+
+def test_the_structure_aware_methods_read_the_rows_and_the_flat_floors_do_not(service, reports_workspace):
+    for method in ("strata", "fif", "lilac", "mirag", "mmgraph"):
+        result = service.ask(reports_workspace, QUESTION, method=method, top_k=5)
+        assert result.results[0].doc == "harbour_extract.pdf", (method, [r.doc for r in result.results])
+    flat = service.ask(reports_workspace, QUESTION, method="hybrid", top_k=5)
+    assert not any(getattr(s, "index", None) == "rows" for s in flat.trace.steps)
