@@ -16,6 +16,7 @@ from backend.ingest import extract, parser
 from backend.ingest.parser import _open_pdf, page_processes, parse_pdf
 from backend.ingest.split import split_map
 from backend.types import NodeKind
+from tests.fakes import ruled_table
 
 needs_tesseract = pytest.mark.skipif(shutil.which("tesseract") is None, reason="tesseract is not installed")
 
@@ -28,17 +29,6 @@ def _picture_of(lines: list[str], width: float = 400, height: float = 200) -> py
     return canvas.get_pixmap(dpi=150)
 
 
-def _ruled_table(page: pymupdf.Page, top: float, rows: list[list[str]]) -> None:
-    left, col, row_h = 72, 150, 22
-    for r, cells in enumerate(rows):
-        for c, cell in enumerate(cells):
-            page.insert_text((left + c * col + 4, top + r * row_h + 15), cell, fontsize=10)
-    for r in range(len(rows) + 1):
-        page.draw_line((left, top + r * row_h), (left + col * len(rows[0]), top + r * row_h))
-    for c in range(len(rows[0]) + 1):
-        page.draw_line((left + c * col, top), (left + c * col, top + row_h * len(rows)))
-
-
 def _mixed_pdf(path: Path) -> Path:
     """Seven pages: prose with headings, ruled tables, raster figures whose words exist only as
     pixels, and one scanned page with no text layer."""
@@ -48,7 +38,7 @@ def _mixed_pdf(path: Path) -> Path:
         page.insert_text((72, 60), f"{n} Harbour section {n}", fontsize=16)
         page.insert_text((72, 90), f"The harbour authority reports on quay {n}; see Table {n} and Figure {n}.", fontsize=11)
         if n % 2:
-            _ruled_table(page, 120, [["Quay", "Ships", "Tonnes"], [f"North {n}", str(10 * n), str(700 + n)], ["South", "4", "310"]])
+            ruled_table(page, 120, [["Quay", "Ships", "Tonnes"], [f"North {n}", str(10 * n), str(700 + n)], ["South", "4", "310"]])
             page.insert_text((72, 200), f"Table {n}: traffic at quay {n}", fontsize=10)
         page.insert_image(pymupdf.Rect(72, 260, 472, 460), pixmap=_picture_of([f"Copper kettle {n}", "Gravel lanterns"]))
         page.insert_text((72, 480), f"Figure {n}: the lantern count at quay {n}", fontsize=10)

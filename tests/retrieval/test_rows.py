@@ -11,6 +11,7 @@ import pytest
 
 from backend.retrieval.rows import named_label, named_rows_first, row_label
 from backend.types import NodeKind, ScoredNode, Trace
+from tests.fakes import ruled_table
 
 
 def test_a_rows_label_is_its_first_cell():
@@ -29,17 +30,6 @@ def test_every_word_of_the_label_must_be_written_but_not_what_it_says_in_bracket
     assert not named_label("Total operating expense", {"total"})
     assert not named_label("2019", {"2019"})  # a label of figures names nothing
     assert not named_label("(in millions)", words)
-
-
-def _ruled_table(page: pymupdf.Page, top: float, rows: list[list[str]]) -> None:
-    left, col, row_h = 72, 150, 22
-    for r, cells in enumerate(rows):
-        for c, cell in enumerate(cells):
-            page.insert_text((left + c * col + 4, top + r * row_h + 15), cell, fontsize=10)
-    for r in range(len(rows) + 1):
-        page.draw_line((left, top + r * row_h), (left + col * len(rows[0]), top + r * row_h))
-    for c in range(len(rows[0]) + 1):
-        page.draw_line((left + c * col, top), (left + c * col, top + row_h * len(rows)))
 
 
 # Three one-page extracts of annual reports, each with the words "operating expenses", "2018"
@@ -63,7 +53,7 @@ def reports_workspace(service, strata_settings, tmp_path_factory) -> Path:
         doc = pymupdf.open()
         page = doc.new_page()
         page.insert_text((72, 72), prose, fontsize=11)
-        _ruled_table(page, 120, rows)
+        ruled_table(page, 120, rows)
         doc.save(folder / name)
         paths.append(folder / name)
     ws = strata_settings.workspace_root / "row_reports"
