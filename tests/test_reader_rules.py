@@ -655,3 +655,21 @@ def test_a_row_that_computes_the_asked_total_beats_a_better_scored_row_with_a_ce
         unit("d:t2.1", "Table 2: column 1: Audit Fees (1); 2018: $58,000; December 31, 2019: $55,000", 0.59, 0.6, kind="row"),
     ]
     assert answer_by_rules("What is the total amount of audit fees in both 2018 and 2019?", evidence, THRESHOLD)["answer"] == "113000"
+
+
+def test_the_row_the_question_names_by_its_whole_label_answers_before_a_better_scored_look_alike():
+    """Both rows give a change from 2018 to 2019; "the change in operating expenses" is asked of
+    "Operating expenses", not of the better-scored "Other operating expenses". A definition
+    question is still answered by its sentence, not by the row that bears the term's name."""
+    evidence = [
+        unit("a:t1.2", "Table 1: column 1: Other operating expenses; 2019 (1): 27.0; 2018: 33.7", 0.61, 0.67, kind="row"),
+        unit("b:t1.1", "Table 1: column 1: Operating expenses; Year Ended December 31, 2019: 261,264; 2018: 194,054", 0.56, 0.67,
+             kind="row"),
+    ]
+    out = answer_by_rules("What was the change in operating expenses between 2018 and 2019?", evidence, THRESHOLD)
+    assert out["answer"] == "67210" and out["citations"][0] == "b:t1.1", out
+    definition = [
+        unit("r", "Table 1: column 1: Tax Fees (2); 2018: $31,000; 2019: $29,500", 0.58, 0.6, kind="row"),
+        unit("s", "Tax Fees include fees billed for tax compliance services and tax consultations.", 0.6, 0.6),
+    ]
+    assert answer_by_rules("What is Tax Fees?", definition, THRESHOLD)["answer"].startswith("Tax Fees include")

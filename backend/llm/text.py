@@ -18,3 +18,15 @@ def content_tokens(text: str) -> set[str]:
 def content_tokens_each(texts: list[str]) -> list[set[str]]:
     """content_tokens of each text, in one tokenizer call (a call per word costs ~25 us each)."""
     return [set(tokens) for tokens in tokenize(texts)] if texts else []
+
+
+BRACKETED_RE = re.compile(r"\([^()]*\)")
+
+
+def named_label(label: str, words: set[str]) -> bool:
+    """Does a question whose content tokens are `words` write every word of a table row's label (and
+    the label hold a word, not only figures)? What the label says in brackets qualifies it and need
+    not be written: "Gross profit (in thousands)", "Deferred tax assets (see Note 16)", "Other items(1)"."""
+    label = BRACKETED_RE.sub(" ", label)
+    tokens = content_tokens(label) - QUESTION_WORDS
+    return bool(tokens) and any(c.isalpha() for c in label) and tokens <= words

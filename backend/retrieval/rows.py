@@ -17,13 +17,8 @@ a row of a table among them) go first, each part in the strategy's order.
 
 from __future__ import annotations
 
-import re
-
-from backend.llm.text import QUESTION_WORDS, content_tokens
+from backend.llm.text import QUESTION_WORDS, content_tokens, named_label
 from backend.types import NodeKind, RankStep, ScoredNode, Trace
-
-BRACKETED_RE = re.compile(r"\([^()]*\)")
-
 
 def row_label(text: str, table_label: str | None) -> str:
     """A row's label, its first cell's value: "Operating expenses" of "Table 1: column 1:
@@ -32,15 +27,6 @@ def row_label(text: str, table_label: str | None) -> str:
         text = text[len(table_label) + 2:]
     first = text.split("; ", 1)[0]
     return first.rsplit(": ", 1)[-1] if ": " in first else ""
-
-
-def named_label(label: str, words: set[str]) -> bool:
-    """Does the question write every word of the label (and the label hold a word, not only figures)?
-    What the label says in brackets qualifies it and need not be written: "Gross profit (in
-    thousands)", "Deferred tax assets (see Note 16)", "Other items(1)"."""
-    label = BRACKETED_RE.sub(" ", label)
-    tokens = content_tokens(label) - QUESTION_WORDS
-    return bool(tokens) and any(c.isalpha() for c in label) and tokens <= words
 
 
 def named_rows_first(corpus, question: str, hits: list[ScoredNode], trace: Trace) -> list[ScoredNode]:

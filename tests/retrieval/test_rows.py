@@ -9,7 +9,8 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from backend.retrieval.rows import named_label, named_rows_first, row_label
+from backend.llm.text import named_label
+from backend.retrieval.rows import named_rows_first, row_label
 from backend.types import NodeKind, ScoredNode, Trace
 from tests.fakes import ruled_table
 
