@@ -673,3 +673,12 @@ def test_the_row_the_question_names_by_its_whole_label_answers_before_a_better_s
         unit("s", "Tax Fees include fees billed for tax compliance services and tax consultations.", 0.6, 0.6),
     ]
     assert answer_by_rules("What is Tax Fees?", definition, THRESHOLD)["answer"].startswith("Tax Fees include")
+
+
+def test_a_rows_figures_are_its_cells_not_its_table_label_nor_a_date_in_a_header():
+    """A row none of whose headers the question names is read for a figure among its cell values:
+    "Table 1" and the "(1/1/19)" of a header are no answer."""
+    row = unit("r", "Table 1: column 1: Deferred revenue (non-current); Balance at Beginning of Period (1/1/19): $3,707; "
+                    "Increase / (Decrease): $(263)", 0.6, 0.6, kind="row")
+    out = answer_by_rules("What was the Deferred Revenue as reported?", [row], THRESHOLD)
+    assert out["answer"] in ("$3,707", "$(263)"), out

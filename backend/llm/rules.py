@@ -262,6 +262,18 @@ def row_cells(text: str) -> list[list[str]]:
     return [c.split(": ", 1) for c in text.split("; ") if ": " in c]
 
 
+def _value_spans(text: str) -> list[tuple[int, int]]:
+    """Where a table row's cell values stand in its text ("Table 1: column 1: Deferred revenue;
+    Balance at End of Period: $3,444; ..."): after each cell's last ": ", the label's cell left out."""
+    spans, start = [], 0
+    for i, cell in enumerate(text.split("; ")):
+        colon = cell.rfind(": ")
+        if i and colon >= 0:
+            spans.append((start + colon + 2, start + len(cell)))
+        start += len(cell) + 2
+    return spans
+
+
 NUMBER_WORDS = ("one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
                 "seventeen eighteen nineteen twenty")
 NUMBER_WORD_RE = re.compile(rf"\b(?:{NUMBER_WORDS.replace(' ', '|')})\b", re.I)
@@ -292,7 +304,10 @@ def _numbers(
         if named:
             return [(0.4, max(named)[2])]
     found: list[tuple[float, str]] = []
+    cells = _value_spans(text) if e.get("kind") == "row" else None
     for m in NUMBER_RE.finditer(text):
+        if cells is not None and not any(start <= m.start() < end for start, end in cells):
+            continue  # a row's figures are its cells': not "Table 1" nor a header's "(1/1/19)"
         value = m.group(0).strip().rstrip(",.")  # "2018," in running text is the year 2018
         if not re.search(r"\d", value) or re.fullmatch(r"(19|20)\d{2}", value.strip("()")):
             continue  # a year, also "(2018: $6.6 million)"
