@@ -66,7 +66,7 @@ from typing import Any
 
 from backend.llm.base import LLMUsage
 from backend.llm.task import A, LLMTask, P
-from backend.llm.text import QUESTION_WORDS, WORD_RE, content_tokens, content_tokens_each, named_label
+from backend.llm.text import QUESTION_WORDS, WORD_RE, content_tokens, content_tokens_each, named_label, row_label
 
 NOT_ENOUGH = "not enough evidence"
 YESNO_RE = re.compile(r"^(is|are|was|were|does|do|did|can|could|has|have|had|will|would|should|may)\b", re.I)
@@ -982,9 +982,8 @@ ROW_MATCH = 2 / 3  # a row answers a phrase when the phrase holds this share of 
 
 
 def _label(e: dict[str, Any]) -> str:
-    """A table row's label: its first cell, less the column header written before it."""
-    cells = row_cells(e["text"])
-    return cells[0][1].rsplit(": ", 1)[-1] if cells else ""
+    """A table row's label (text.row_label)."""
+    return row_label(e["text"])
 
 
 def _rows_for(phrase: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

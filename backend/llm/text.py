@@ -23,6 +23,14 @@ def content_tokens_each(texts: list[str]) -> list[set[str]]:
 BRACKETED_RE = re.compile(r"\([^()]*\)")
 
 
+def row_label(text: str) -> str:
+    """A table row's label, its first cell's value: "Operating expenses" of "Table 1: column 1:
+    Operating expenses; 2019: 261,264; 2018: 194,054" (a row is written "<table label>: <header>:
+    <value>; ...", backend/ingest/components.py; the label is what follows the first cell's last ": ")."""
+    first = text.split("; ", 1)[0]
+    return first.rsplit(": ", 1)[-1] if ": " in first else ""
+
+
 def named_label(label: str, words: set[str]) -> bool:
     """Does a question whose content tokens are `words` write every word of a table row's label (and
     the label hold a word, not only figures)? What the label says in brackets qualifies it and need

@@ -17,16 +17,8 @@ a row of a table among them) go first, each part in the strategy's order.
 
 from __future__ import annotations
 
-from backend.llm.text import QUESTION_WORDS, content_tokens, named_label
+from backend.llm.text import QUESTION_WORDS, content_tokens, named_label, row_label
 from backend.types import NodeKind, RankStep, ScoredNode, Trace
-
-def row_label(text: str, table_label: str | None) -> str:
-    """A row's label, its first cell's value: "Operating expenses" of "Table 1: column 1:
-    Operating expenses; 2019: 261,264; 2018: 194,054"."""
-    if table_label and text.startswith(f"{table_label}: "):
-        text = text[len(table_label) + 2:]
-    first = text.split("; ", 1)[0]
-    return first.rsplit(": ", 1)[-1] if ": " in first else ""
 
 
 def named_rows_first(corpus, question: str, hits: list[ScoredNode], trace: Trace) -> list[ScoredNode]:
@@ -47,16 +39,16 @@ def named_rows_first(corpus, question: str, hits: list[ScoredNode], trace: Trace
             continue
         for row_id in rows:
             row = nodes[row_id]
-            table = nodes[row.parent] if row.parent else None
-            label = row_label(row.text, table.label if table is not None else None)
+            label = row_label(row.text)
             if named_label(label, words):
                 pages.setdefault((row.doc, row.page), label)
     if not pages:
         return hits
-    first = [h for h in hits if (nodes.doc_of(h.node_id), nodes.page_of(h.node_id)) in pages]
-    if len(first) == len(hits) or [h.node_id for h in first] == [h.node_id for h in hits[:len(first)]]:
+    on_named = [(nodes.doc_of(h.node_id), nodes.page_of(h.node_id)) in pages for h in hits]
+    first = [h for h, named in zip(hits, on_named) if named]
+    if len(first) == len(hits) or all(on_named[:len(first)]):
         return hits
-    rest = [h for h in hits if (nodes.doc_of(h.node_id), nodes.page_of(h.node_id)) not in pages]
+    rest = [h for h, named in zip(hits, on_named) if not named]
     out, floor = [], float("inf")
     for h in first + rest:  # scores stay non-increasing
         floor = min(floor, h.score)

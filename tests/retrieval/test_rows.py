@@ -9,17 +9,17 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from backend.llm.text import named_label
-from backend.retrieval.rows import named_rows_first, row_label
+from backend.llm.text import named_label, row_label
+from backend.retrieval.rows import named_rows_first
 from backend.types import NodeKind, ScoredNode, Trace
 from tests.fakes import ruled_table
 
 
 def test_a_rows_label_is_its_first_cell():
-    assert row_label("Table 1: column 1: Operating expenses; 2019: 261,264; 2018: 194,054", "Table 1") == "Operating expenses"
-    assert row_label("Table 2: OPERATING REVENUES: Bell Wireless; Q4 2019: 2,493", "Table 2") == "Bell Wireless"
-    assert row_label("(In Millions): Data Center Group; Dec 28, 2019: $7,155", None) == "Data Center Group"
-    assert row_label("no cells here", None) == ""
+    assert row_label("Table 1: column 1: Operating expenses; 2019: 261,264; 2018: 194,054") == "Operating expenses"
+    assert row_label("Table 2: OPERATING REVENUES: Bell Wireless; Q4 2019: 2,493") == "Bell Wireless"
+    assert row_label("(In Millions): Data Center Group; Dec 28, 2019: $7,155") == "Data Center Group"
+    assert row_label("no cells here") == ""
 
 
 def test_every_word_of_the_label_must_be_written_but_not_what_it_says_in_brackets():
