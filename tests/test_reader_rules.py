@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from backend.llm.answer import ANSWER, AnswerPayload, EvidenceUnit
-from backend.llm.rules import RulesBackend, answer_by_rules, question_type
+from backend.llm.rules import RulesBackend, answer_by_rules, question_type, years_in
 from backend.reader import subqueries_of
 from backend.types import DecomposeStep, SubQuery, Trace
 
@@ -177,6 +177,29 @@ def test_a_fiscal_year_written_short_and_an_average_over_the_whole_row():
     assert answer_by_rules("What is the change in ROFE from FY18 to FY19?", [row], THRESHOLD)["answer"] == "-1.9%"
     row = unit("r2", "Table 1: column 1: Realized losses; 2019: (5,062); 2018: (6,533); 2017: (18,494)", 0.6, 0.6, kind="row")
     assert answer_by_rules("What was the average realized losses?", [row], THRESHOLD)["answer"] == "-10029.67"
+
+
+def test_a_years_average_is_the_mean_of_its_end_and_the_end_of_the_year_before():
+    # An average balance for a year, as reports compute it: (end of 2019 + end of 2018) / 2. Before,
+    # "the 2019 average" was read as the 2019 cell.
+    row = unit("r1", "Table 1: column 1: Free cash flow; 2019: 4,411; 2018: 4,044; 2017: 3,497", 0.6, 0.6, kind="row")
+    ask = lambda q: answer_by_rules(q, [row], THRESHOLD)["answer"]  # noqa: E731
+    assert ask("What is the 2019 average free cash flow?") == "4227.5"
+    assert ask("What is the change between 2018 and 2019 average free cash flow?") == "457"  # 4227.5 - 3770.5
+    assert ask("What is the average free cash flow for 2018 and 2019?") == "4227.5"  # the years' mean, as before
+    short = unit("r2", "Table 1: column 1: Free cash flow; 2019: 4,411; 2018: 4,044", 0.6, 0.6, kind="row")
+    assert answer_by_rules("What is the change between 2018 and 2019 average free cash flow?", [short],
+                           THRESHOLD)["answer"] != "367"  # no 2017 cell: not the change of the plain cells
+
+
+def test_a_header_year_in_spaced_out_type_is_read_as_the_year():
+    # A letter-spaced header is extracted "2 0 1 8"; the respectively-list read only the 2019 cell.
+    row = unit("r1", "Table 1: column 1: Operating loss carryforward; December 31 2019: 73,260; 2 0 1 8: 57,768",
+               0.6, 0.6, kind="row")
+    ask = lambda q: answer_by_rules(q, [row], THRESHOLD)["answer"]  # noqa: E731
+    assert ask("What was the operating loss carryforward amount in 2019 and 2018 respectively?") == "73,260, 57,768"
+    assert ask("What was the operating loss carryforward amount in 2018?") == "57,768"
+    assert years_in("2 0 1 8") == ["2018"] and years_in("2019 and 1 2 3 4") == ["2019"]
 
 
 def test_a_row_answers_a_what_was_x_in_year_question_with_the_cell_under_that_year():

@@ -258,8 +258,8 @@ def _definition(text: str, terms: list[str]) -> tuple[float, str | None]:
 
 def row_cells(text: str) -> list[list[str]]:
     """A table row's "header: value" cells, as its index text writes them ("Table 1: column 1:
-    Dividend yield; 2019: 4.5%; 2018: 4.6%")."""
-    return [c.split(": ", 1) for c in text.split("; ") if ": " in c]
+    Dividend yield; 2019: 4.5%; 2018: 4.6%"), a header's spaced-out year closed up ("2 0 1 8: 57,768")."""
+    return [[unspaced(h), v] for h, v in (c.split(": ", 1) for c in text.split("; ") if ": " in c)]
 
 
 def _value_spans(text: str) -> list[tuple[int, int]]:
@@ -360,11 +360,19 @@ def cell_value(text: str) -> float | None:
 
 
 FY_RE = re.compile(r"\bF(?:Y\s?)?'?((?:19|20)?\d{2})\b")  # "F19", "FY18", "FY'19", "FY2019": a fiscal year
+SPACED_YEAR_RE = re.compile(r"\b(?:1 9|2 0) \d \d\b")  # "2 0 1 8": a header set in spaced-out type, as extracted
+
+
+def unspaced(text: str) -> str:
+    """`text` with each year set in spaced-out type closed up: "2 0 1 8" -> "2018"."""
+    return SPACED_YEAR_RE.sub(lambda m: m.group(0).replace(" ", ""), text)
 
 
 def years_in(text: str) -> list[str]:
-    """The years a question or a column header names, in order, once each: "2019", and a fiscal
-    year written short ("F19", "FY18") as the year it stands for ("2019", "2018")."""
+    """The years a question or a column header names, in order, once each: "2019", a fiscal year
+    written short ("F19", "FY18") as the year it stands for ("2019", "2018"), and a year set in
+    spaced-out type ("2 0 1 8"), as a PDF's letter-spaced header is extracted."""
+    text = unspaced(text)
     found = [(m.start(), m.group(0)) for m in YEAR_RE.finditer(text)]
     found += [(m.start(), m.group(1) if len(m.group(1)) == 4 else "20" + m.group(1)) for m in FY_RE.finditer(text)]
     return list(dict.fromkeys(y for _, y in sorted(found)))
@@ -379,6 +387,8 @@ def _arithmetic(question: str, e: dict[str, Any]) -> str | None:
     m = ARITH_RE.search(question)
     if e.get("kind") != "row" or not m or RESPECTIVE_RE.search(question):
         return None  # "X in 2019 and 2018 respectively" asks for the values, not their sum
+    if YEAR_AVERAGE_RE.search(question):
+        return _year_averages(question, e, m)
     if not years and m.group("avg"):
         row = {y: v for y, v in (_row_years(e) or {}).items() if v is not None}
         return plain_number(sum(row.values()) / len(row)) if len(row) >= 2 else None
@@ -409,6 +419,31 @@ def _arithmetic(question: str, e: dict[str, Any]) -> str | None:
     # A percentage change, or arithmetic over cells written in per cent, is written with its sign.
     percent = bool(m.group("pct")) or all("%" in v for h, v in cells if set(years) & set(years_in(h)))
     return None if result is None else plain_number(result) + ("%" if percent else "")
+
+
+YEAR_AVERAGE_RE = re.compile(r"\b(?:19|20)\d{2} average\b", re.I)
+
+
+def _year_averages(question: str, e: dict[str, Any], m: re.Match) -> str | None:
+    """A year's average of a balance, as a report computes it: the mean of the figures at the year's
+    end and at the end of the year before. "What is the 2019 average free cash flow?" is the mean of
+    the 2019 and 2018 cells; "the change between 2018 and 2019 average free cash flow" is the 2019
+    average less the 2018 one. None when the row lacks a cell for a year it needs."""
+    by_year = {y: v for y, v in (_row_years(e) or {}).items() if v is not None}
+    averages = []
+    for year in years_in(question):
+        pair = [by_year.get(year), by_year.get(str(int(year) - 1))]
+        if None in pair:
+            return None
+        averages.append((year, sum(pair) / 2))
+    if len(averages) == 1 and not m.group("chg") and not m.group("pct"):
+        return plain_number(averages[0][1])
+    if len(averages) != 2:
+        return None
+    (_, early), (_, late) = sorted(averages)
+    if m.group("pct"):
+        return plain_number((late - early) / early * 100) + "%" if early else None
+    return plain_number(late - early) if m.group("chg") else None
 
 
 def plain_number(value: float) -> str:
