@@ -215,14 +215,16 @@ def pipeline_for(service: Service, corpus: Corpus) -> QueryPipeline:
                          reader=service.settings.reader)
 
 
-def ruled_table(page, top: float, rows: list[list[str]]) -> None:
+def ruled_table(page, top: float, rows: list[list[str]], open_top: bool = False) -> None:
     """Draw `rows` on a pymupdf page as a ruled table (cell text inside drawn lines), which
-    pymupdf's find_tables reads as a table at ingest."""
+    pymupdf's find_tables reads as a table at ingest. `open_top`: no rule above the first row, as
+    where a table runs on from the page before (find_tables then reads that row as a header "external"
+    to the table)."""
     left, col, row_h = 72, 150, 22
     for r, cells in enumerate(rows):
         for c, cell in enumerate(cells):
             page.insert_text((left + c * col + 4, top + r * row_h + 15), cell, fontsize=10)
-    for r in range(len(rows) + 1):
+    for r in range(1 if open_top else 0, len(rows) + 1):
         page.draw_line((left, top + r * row_h), (left + col * len(rows[0]), top + r * row_h))
     for c in range(len(rows[0]) + 1):
         page.draw_line((left + c * col, top), (left + c * col, top + row_h * len(rows)))

@@ -127,6 +127,7 @@ class _Builder:
     last_component: dict[str, str] = field(default_factory=dict)
     counter: int = 0
     section_by_id: dict[str, Section] = field(default_factory=dict)
+    table_heads: dict[int, tuple[str | None, str]] = field(default_factory=dict)  # table order -> (label, context)
 
     def __post_init__(self) -> None:
         self.section_by_id = {s.id: s for s in self.sections}
@@ -219,6 +220,10 @@ class _Builder:
             self.out.labels.setdefault((cap.label_kind, cap.label_num), node_id)
         upper = self.last_paragraph_text.get(sec_id, "")[:400]
         context = cap.text if cap is not None else upper
+        if b.continues in self.table_heads and cap is None:  # a table run on from the page before: its label and caption
+            label, context = self.table_heads[b.continues]
+        if is_table:
+            self.table_heads[b.order] = (label, context)
         crop_rel = None
         if self.crops_dir is not None:
             name = f"{node_id.split(':')[-1]}.png"

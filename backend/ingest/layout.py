@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from backend.ingest.extract import Line, RawPage, RawTable, TextBlock
-from backend.types import BBox, BlockKind
+from backend.types import FURNITURE_KINDS, BBox, BlockKind
 
 CAPTION_RE = re.compile(
     r"^(?P<word>Table|TABLE|Tab\.|Figure|FIGURE|Fig\.|FIG\.|Figs\.|Chart|CHART|Exhibit|EXHIBIT|Graph|Diagram|Plate)"
@@ -56,6 +56,7 @@ class LayoutBlock:
     heading_candidate: bool = False
     number: str | None = None  # heading numbering: "2.1", "A", "IV"
     order: int = 0
+    continues: int | None = None  # table: the order of the table it continues from the page before
 
 
 def _area(b: BBox) -> float:
@@ -446,8 +447,8 @@ def layout_document(pages: list[RawPage]) -> tuple[list[LayoutBlock], float]:
         figure_inner: dict[int, list[tuple[BBox, str]]] = defaultdict(list)
         page_blocks: list[LayoutBlock] = []
         for tb in page.blocks:
-            if any(_center_in(tb.bbox, t.bbox) for t in page.tables):
-                continue
+            if any(_center_in(tb.bbox, t.bbox) or (t.header_bbox and _center_in(tb.bbox, t.header_bbox)) for t in page.tables):
+                continue  # the table's text (also a header find_tables read from just above its rules)
             fig_idx = next((i for i, f in enumerate(figures) if _center_in(tb.bbox, f)), None)
             if fig_idx is not None:
                 figure_inner[fig_idx].append((tb.bbox, tb.text))
@@ -479,7 +480,44 @@ def layout_document(pages: list[RawPage]) -> tuple[list[LayoutBlock], float]:
     ordered = _merge_list_continuations(ordered)
     for i, b in enumerate(ordered):
         b.order = i
+    _join_continued_tables(ordered)
     return ordered, body_size
+
+
+FIGURE_CELL_RE = re.compile(r"^[\s$€£¥(−–-]*\d[\d,.]*\)?\s*%?$")  # "2,235", "$(9,399)", "4.5%"
+
+
+NIL_CELL_RE = re.compile(r"^\s*[—–-]?\s*$")  # an empty cell or a dash for nil
+YEAR_CELL_RE = re.compile(r"^\s*(?:19|20)\d{2}\s*$")
+
+
+def _reads_as_row(header: list[str]) -> bool:
+    """A header whose value cells are figures, not years ("Property, plant, and equipment | 2,235 |
+    2,641", "Deferred taxes | — | 0.4 | 0.4"): a table's first row taken for its header, as
+    find_tables takes it on a page the table runs on to."""
+    values = [c for c in header[1:] if not NIL_CELL_RE.match(c)]
+    return bool(values) and all(FIGURE_CELL_RE.match(c) and not YEAR_CELL_RE.match(c) for c in values)
+
+
+def _join_continued_tables(ordered: list[LayoutBlock]) -> None:
+    """A table that opens a page right after a table that closed the page before, with as many
+    columns, is that table run on: it is marked as continuing it (`continues`), and when its own
+    header reads as a row of figures, that row goes back among its rows and the table takes the
+    header of the part it continues. Without this, "Total liabilities | $909 | $1,305" on the second
+    page of a balance sheet was read under the columns "2,235" and "2,641", not 2019 and 2018."""
+    body = [b for b in ordered if b.kind not in FURNITURE_KINDS]
+    for prev, b in zip(body, body[1:]):
+        if not (b.kind == prev.kind == BlockKind.TABLE and b.page == prev.page + 1 and b.table and prev.table):
+            continue
+        if len(b.table.header) != len(prev.table.header):
+            continue
+        b.continues = prev.order
+        if _reads_as_row(b.table.header) and not _reads_as_row(prev.table.header):
+            head_box = b.table.header_bbox or b.table.bbox
+            b.table.rows.insert(0, b.table.header)
+            b.table.row_bboxes.insert(0, head_box)
+            b.table.header = list(prev.table.header)
+            b.bbox = b.table.bbox = _union([b.bbox, head_box])  # a header read from above the rules: the row is the table's
 
 
 def _merge_list_continuations(blocks: list[LayoutBlock]) -> list[LayoutBlock]:

@@ -18,6 +18,7 @@ import pytest
 from backend.config import IngestSettings
 from backend.ingest.parser import parse_pdf
 from backend.types import BlockKind, EdgeKind, Layer, NodeKind, ParsedDocument
+from tests.fakes import ruled_table
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SAMPLE_DIR = REPO_ROOT / "sample_corpus"
@@ -359,6 +360,58 @@ def test_node_ids_are_stable_across_parses(parsed, tmp_path):
 
 
 needs_bench = pytest.mark.skipif(not TATQA.is_dir(), reason=f"shared benchmark PDFs not found at {BENCH_DIR}")
+
+
+def _run_on_report(path: Path, open_top: bool, second_page_prose: str | None = None) -> None:
+    """A balance sheet whose table runs on to a second page, where its rows go on under no header."""
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((72, 560), "The venture's assets and liabilities are as follows.", fontsize=11)
+    page.insert_text((72, 600), "Table 1: Balance sheet of the venture", fontsize=10)
+    ruled_table(page, 620, [["As of", "2019", "2018"], ["Cash and equivalents", "$130", "$91"], ["Receivables", "128", "126"],
+                            ["Total current assets", "391", "339"]])
+    page = doc.new_page()
+    top = 60
+    if second_page_prose:
+        page.insert_text((72, 60), second_page_prose, fontsize=11)
+        top = 100
+    ruled_table(page, top, [["Property, plant, and equipment", "2,235", "2,641"], ["Total assets", "$2,664", "$3,025"],
+                            ["Current debt", "696", "20"], ["Total liabilities", "$909", "$1,305"]], open_top=open_top)
+    doc.save(path)
+
+
+@pytest.mark.parametrize("open_top", [True, False], ids=["header read from above the rules", "first row read as header"])
+def test_a_table_run_on_to_the_next_page_keeps_its_header_and_label(tmp_path, open_top):
+    # TAT-QA's IMFT balance sheet: page 2's rows were read under the columns "2,235" and "2,641" (its
+    # first row taken for a header), and that row was also a paragraph of its own.
+    _run_on_report(tmp_path / "venture.pdf", open_top)
+    doc = parse_pdf(tmp_path / "venture.pdf", IngestSettings(), None)
+    tables = sorted((n for n in doc.nodes if n.kind == NodeKind.TABLE), key=lambda n: n.page)
+    assert [t.page for t in tables] == [1, 2]
+    first, run_on = tables
+    assert run_on.label == first.label == "Table 1"
+    assert run_on.context == first.context
+    rows = [n.text for n in doc.nodes if n.parent == run_on.id]
+    assert rows[0] == "Table 1: As of: Property, plant, and equipment; 2019: 2,235; 2018: 2,641", rows
+    assert rows[-1] == "Table 1: As of: Total liabilities; 2019: $909; 2018: $1,305", rows
+    row_boxes = [n.bbox for n in doc.nodes if n.parent == run_on.id]
+    assert run_on.bbox[1] <= row_boxes[0][1] + 1, "the table's box holds its first row"
+    assert not [n.text for n in doc.nodes if n.kind == NodeKind.PARAGRAPH and n.page == 2], "no row repeated as prose"
+
+
+def test_a_table_after_prose_on_the_next_page_is_a_table_of_its_own(tmp_path):
+    _run_on_report(tmp_path / "venture.pdf", False, second_page_prose="The figures below are the venture's own.")
+    doc = parse_pdf(tmp_path / "venture.pdf", IngestSettings(), None)
+    run_on = next(n for n in doc.nodes if n.kind == NodeKind.TABLE and n.page == 2)
+    rows = [n.text for n in doc.nodes if n.parent == run_on.id]
+    assert not any("2019" in r for r in rows), rows  # its header is its own first row, as before
+
+
+@needs_bench
+def test_tatqa_balance_sheet_run_on_to_page_two():
+    doc = parse_pdf(TATQA / "tatqa_e9a946ce.pdf", IngestSettings(), None)
+    rows = [n.text for n in doc.nodes if n.kind == NodeKind.ROW and n.page == 2]
+    assert "Table 1: As of: Total liabilities; 2019: $909; 2018: $1,305" in rows, rows
 
 
 @needs_bench
