@@ -438,6 +438,9 @@ def _reading_order(blocks: list[LayoutBlock], width: float) -> list[LayoutBlock]
     return ordered
 
 
+PROSE_RE = re.compile(r"(?:\S+\s+){5,}\S*[.!?]\s*$")  # six words or more, ending a sentence
+
+
 def layout_document(pages: list[RawPage]) -> tuple[list[LayoutBlock], float]:
     """All blocks of the document in reading order, each with its kind. Returns (blocks, body size)."""
     body_size = body_font_size(pages)
@@ -447,8 +450,10 @@ def layout_document(pages: list[RawPage]) -> tuple[list[LayoutBlock], float]:
         figure_inner: dict[int, list[tuple[BBox, str]]] = defaultdict(list)
         page_blocks: list[LayoutBlock] = []
         for tb in page.blocks:
-            if any(_center_in(tb.bbox, t.bbox) or (t.header_bbox and _center_in(tb.bbox, t.header_bbox)) for t in page.tables):
-                continue  # the table's text (also a header find_tables read from just above its rules)
+            if any(_center_in(tb.bbox, t.bbox) for t in page.tables):
+                continue
+            if not PROSE_RE.search(tb.text) and any(t.header_bbox and _center_in(tb.bbox, t.header_bbox) for t in page.tables):
+                continue  # a header find_tables read from just above the rules ("December 31,", "Periods") is the table's
             fig_idx = next((i for i, f in enumerate(figures) if _center_in(tb.bbox, f)), None)
             if fig_idx is not None:
                 figure_inner[fig_idx].append((tb.bbox, tb.text))

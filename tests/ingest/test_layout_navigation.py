@@ -19,6 +19,8 @@ from backend.config import IngestSettings
 from backend.config import IndexSettings
 from backend.index.encoders import SentenceTransformerEncoder
 from backend.index.lexical import BM25Index
+from backend.ingest.extract import Line, RawPage, RawTable, TextBlock
+from backend.ingest.layout import layout_document
 from backend.ingest.parser import parse_pdf
 from backend.types import BlockKind, Layer, NodeKind
 
@@ -157,3 +159,23 @@ def test_the_gnu_manual_toc_and_index_are_not_units():
     assert any(b.kind == BlockKind.TOC and "ASN.1 structure handling" in b.text for b in doc.blocks)
     checks = [n for n in units if n.kind == NodeKind.PARAGRAPH and n.text.startswith("-c, --check")]
     assert checks and all(n.text == "-c, --check checks the syntax only" for n in checks)
+
+
+def test_a_header_read_from_above_a_table_is_the_tables_but_prose_there_stays_prose():
+    # find_tables may take the text just above a table's rules for its header (an "external" header).
+    # Those words are the table's: "December 31," was also a paragraph of its own. A sentence there
+    # (a boxed note read as a table) stays a paragraph, so that the reader can still cite it.
+    def block(text: str, bbox) -> TextBlock:
+        return TextBlock(lines=[Line(text=text, bbox=bbox, size=10.0, bold=False)], bbox=bbox)
+
+    def page(head_text: str) -> RawPage:
+        table = RawTable(bbox=(72, 120, 522, 200), header=["", head_text, "2018"], header_bbox=(72, 100, 522, 120),
+                         rows=[["Revenue", "120", "100"], ["Costs", "80", "70"]], row_bboxes=[(72, 120, 522, 160), (72, 160, 522, 200)])
+        prose = block("The company's results for the year are set out in the table below, with comparatives.", (72, 60, 522, 72))
+        return RawPage(number=1, width=595, height=842, blocks=[prose, block(head_text, (230, 104, 300, 116))], tables=[table])
+
+    texts = [b.text for b in layout_document([page("December 31,")])[0] if b.kind != BlockKind.TABLE]
+    assert "December 31," not in texts and any(t.startswith("The company's results") for t in texts)
+    sentence = "Revenue and operating income included an unfavorable currency impact of 5% and 8%, respectively."
+    texts = [b.text for b in layout_document([page(sentence)])[0] if b.kind != BlockKind.TABLE]
+    assert sentence in texts
