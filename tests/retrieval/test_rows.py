@@ -82,6 +82,23 @@ def test_the_pages_holding_a_row_the_question_names_go_first(service, reports_wo
                             llm_backend="rules")) == hits
 
 
+def test_the_strategys_own_first_page_keeps_the_second_place(service, reports_workspace):
+    # Two reports hold a row the question names; the strategy ranked a third first. The first named
+    # page goes first, the strategy's own first page second, then the other named page: a generic
+    # label ("Total assets") names pages that hold nothing asked, and the strategy's best guess stays
+    # in reach (dev-tatqa-pdf tune: +0.010 to +0.016 page R@5 for every structure-aware method).
+    corpus = service.corpus(reports_workspace)
+    tables = {corpus.documents[n.doc].file_name: nid for nid, n in corpus.nodes.items() if n.kind == NodeKind.TABLE}
+    hits = [ScoredNode(node_id=tables[name], score=1.0 - i / 10, why="") for i, name in
+            enumerate(["quarry_extract.pdf", "harbour_extract.pdf", "mill_extract.pdf"])]
+    trace = Trace(method="strata", llm_backend="rules")
+    out = named_rows_first(corpus, "What was the change in Revenue and Staff costs between 2018 and 2019?", hits, trace)
+    assert [corpus.documents[corpus.nodes.doc_of(h.node_id)].file_name for h in out] == \
+        ["harbour_extract.pdf", "quarry_extract.pdf", "mill_extract.pdf"]
+    assert all(a.score >= b.score for a, b in zip(out, out[1:]))
+    assert any("the strategy's own first page" in n for n in trace.notes)
+
+
 def test_the_structure_aware_methods_read_the_rows_and_the_flat_floors_do_not(service, reports_workspace):
     for method in ("strata", "fif", "lilac", "mirag", "mmgraph"):
         result = service.ask(reports_workspace, QUESTION, method=method, top_k=5)
