@@ -281,12 +281,23 @@ def _attributive_bridge(q: str) -> list[str] | None:
     return [f"the {role} of {name}", main]
 
 
+# A figure's noun: "the change in Other", "the amount for Appliances", "the ratio of IMFT's total assets" ask
+# for a figure of what they name, read where it is named; nothing is found first and then asked about.
+MEASURE_NOUNS = frozenset((
+    "change changes amount amounts value values difference sum total average mean ratio proportion percentage "
+    "share portion fraction rate increase decrease growth number level balance"
+).split())
+
+
 def _of_bridge(q: str) -> list[str] | None:
     """'The director of the romantic comedy "Big Stone Gap" is based in what city' ->
-    ['the director of the romantic comedy "Big Stone Gap"', 'The director is based in what city']."""
-    m = next((m for m in OF_BRIDGE_RE.finditer(q) if not NUMBER_NAME_RE.search(m.group(3))), None)
+    ['the director of the romantic comedy "Big Stone Gap"', 'The director is based in what city'].
+    No bridge is a year or a page ("the percentage change in X from 2018 to 2019"), nor a figure's
+    noun (MEASURE_NOUNS: "What was the change in the amount for Appliances in 2019 from 2018?")."""
+    m = next((m for m in OF_BRIDGE_RE.finditer(q)
+              if not NUMBER_NAME_RE.search(m.group(3)) and m.group(1).split()[-1].lower() not in MEASURE_NOUNS), None)
     if not m:
-        return None  # "the percentage change in X from 2018 to 2019": a year or a page is no bridge
+        return None
     rest = _clean(q[: m.start()] + m.group(1) + q[m.end():])
     bridge = _clean(m.group(0))
     if not _asks_beyond(rest, m.group(1)):
