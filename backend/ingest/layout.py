@@ -490,8 +490,6 @@ def layout_document(pages: list[RawPage]) -> tuple[list[LayoutBlock], float]:
 
 
 FIGURE_CELL_RE = re.compile(r"^[\s$€£¥(−–-]*\d[\d,.]*\)?\s*%?$")  # "2,235", "$(9,399)", "4.5%"
-
-
 NIL_CELL_RE = re.compile(r"^\s*[—–-]?\s*$")  # an empty cell or a dash for nil
 YEAR_CELL_RE = re.compile(r"^\s*(?:19|20)\d{2}\s*$")
 

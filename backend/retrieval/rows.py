@@ -51,12 +51,12 @@ def named_rows_first(corpus, question: str, hits: list[ScoredNode], trace: Trace
         return hits
     # The strategy's own first page keeps the second place: a label the question writes breaks a
     # tie between look-alike reports, but a generic one ("Total assets") also names pages that hold
-    # nothing asked. On dev-tatqa-pdf's tune half this kept 0.010-0.016 more page R@5 for every
-    # structure-aware method than placing every named page first (bench/RESULTS.md).
+    # nothing asked. On dev-tatqa-pdf's tune half this gained 0.003-0.007 page R@5 for every
+    # structure-aware method over placing every named page first (bench/RESULTS.md).
     lead = page_of[named[0]]
     kept = [] if page_of[0] in pages else [i for i, page in enumerate(page_of) if page == page_of[0]]
     order = ([i for i in named if page_of[i] == lead] + kept + [i for i in named if page_of[i] != lead]
-             + [i for i in range(len(hits)) if page_of[i] not in pages and i not in kept])
+             + [i for i, page in enumerate(page_of) if page not in pages and page != page_of[0]])
     out, floor = [], float("inf")
     for i in order:  # scores stay non-increasing
         floor = min(floor, hits[i].score)

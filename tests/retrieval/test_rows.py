@@ -86,7 +86,7 @@ def test_the_strategys_own_first_page_keeps_the_second_place(service, reports_wo
     # Two reports hold a row the question names; the strategy ranked a third first. The first named
     # page goes first, the strategy's own first page second, then the other named page: a generic
     # label ("Total assets") names pages that hold nothing asked, and the strategy's best guess stays
-    # in reach (dev-tatqa-pdf tune: +0.010 to +0.016 page R@5 for every structure-aware method).
+    # in reach (dev-tatqa-pdf tune: +0.003 to +0.007 page R@5 for every structure-aware method).
     corpus = service.corpus(reports_workspace)
     tables = {corpus.documents[n.doc].file_name: nid for nid, n in corpus.nodes.items() if n.kind == NodeKind.TABLE}
     hits = [ScoredNode(node_id=tables[name], score=1.0 - i / 10, why="") for i, name in
