@@ -179,6 +179,21 @@ def test_a_fiscal_year_written_short_and_an_average_over_the_whole_row():
     assert answer_by_rules("What was the average realized losses?", [row], THRESHOLD)["answer"] == "-10029.67"
 
 
+def test_a_clause_ending_on_its_preposition_is_answered_by_what_follows_it_in_the_sentence():
+    # "Who is Bruce Spizer an expert on, ...?": the slot is after "an expert on". Before, the first
+    # name of the sentence ("New Orleans") answered.
+    sentence = unit("s1", 'David "Bruce" Spizer (born July 2, 1955) is a tax attorney in New Orleans, Louisiana, who is also '
+                          "recognized as an expert on The Beatles.", 0.6, 0.6)
+    out = answer_by_rules("Who is Bruce Spizer an expert on, known as the most influential act of the rock era?",
+                          [sentence], THRESHOLD)
+    assert out["answer"].endswith("Beatles")
+    # A question asking for a clause keeps the whole of it: "consist of" is no slot for a name.
+    clause = unit("s2", "Purchase obligations consist of significant contractual obligations either on an annual basis or "
+                        "over multi-year periods related to our outsourcing activities.", 0.6, 0.6)
+    out = answer_by_rules("What do the purchase obligations consist of?", [clause], THRESHOLD)
+    assert out["answer"].startswith("significant contractual obligations either on an annual basis")
+
+
 def test_a_years_average_is_the_mean_of_its_end_and_the_end_of_the_year_before():
     # An average balance for a year, as reports compute it: (end of 2019 + end of 2018) / 2. Before,
     # "the 2019 average" was read as the 2019 cell.

@@ -543,6 +543,10 @@ def _first_new(pattern: re.Pattern, text: str, q_tokens: set[str]) -> str | None
 # The interrogative that ends the question, after the words it completes: "... an expert on
 # whom?", "... has worked in France since what year?", "... houses approximately 65,000 what?".
 ALIGN_RE = re.compile(r"(?P<left>(?:[^\s,;:?\"]+\s+){1,3})(?:what|which|whom|who)(?:\s+[\w'’-]+){0,2}\s*\??\s*$", re.I)
+# "Who is Bruce Spizer an expert on, ...?": the interrogative's slot is after the preposition its clause ends on
+STRANDED_RE = re.compile(
+    r"^\s*(?:who|whom|what|which)\b.*?\s(?P<left>(?:[^\s,;:?\"]+\s+){1,2}(?:on|of|for|in|at|with|by|from|to|about|into))\s*(?:,|\?|$)",
+    re.I)
 TEMPORAL = frozenset({"since", "until", "till", "before", "after", "from", "by"})
 SLOT_NUMBER_RE = re.compile(r"[$€£]?\d[\d,]*(?:\.\d+)?(?:\s?(?:%|percent|million|billion|thousand))?(?![\w-])")
 LOWER_RUN_RE = re.compile(r"[a-z][\w'’-]*(?:\s+(?!(?:and|or|of|in|on|at|to|for|with|by|from|as|that|which|who|was|is)\b)[a-z][\w'’-]*)?")
@@ -555,8 +559,8 @@ def _aligned(qtype: str, text: str, question: str, q_tokens: set[str]) -> str | 
     words that the unit writes, holding a content word (a lone since/until/before/after/from/by
     anchors a date); the span is a date, a number, a quoted title, a name or a short lower-case
     phrase, by the asked type, and not all the question's own words."""
-    m = ALIGN_RE.search(question)
-    if m is None:
+    m = ALIGN_RE.search(question) or (STRANDED_RE.search(question) if qtype != "sentence" else None)
+    if m is None:  # "What do the purchase obligations consist of?" asks for a clause, not for a slot's filler
         return None
     left = m.group("left").split()
     for n in range(min(3, len(left)), 0, -1):
