@@ -376,6 +376,42 @@ def _external_header_ok(words: list[tuple], tab) -> bool:
     return True
 
 
+FIGURE_CELL_RE = re.compile(r"^[\s$€£¥(−–-]*\d[\d,.]*\)?\s*%?$")  # "2,235", "$(9,399)", "4.5%"
+MAX_HEADER_ROWS = 2  # rows under the header that may still belong to it
+MAX_HEADER_CELL_WORDS = 4
+
+
+def _is_figure(cell: str) -> bool:
+    return bool(FIGURE_CELL_RE.match(cell.replace(" ", "")))
+
+
+def _reads_as_header(row: list[str], below: list[list[str]]) -> bool:
+    """Does a row under a table's header belong to it: the units under the years ("€m | €m"), or a
+    second line of the column names ("As reported | Adjustments")? Each value cell it fills holds a
+    few words and no figure, over a column whose cells below are mostly figures."""
+    filled = [i for i, c in enumerate(row) if i > 0 and c.strip()]
+    if not filled or len(below) < 2:
+        return False
+    for i in filled:
+        if _is_figure(row[i]) or len(row[i].split()) > MAX_HEADER_CELL_WORDS:
+            return False
+        column = [r[i] for r in below if i < len(r) and r[i].strip()]
+        if not column or sum(map(_is_figure, column)) * 3 < len(column) * 2:
+            return False
+    return True
+
+
+def _merge_header_rows(header: list[str], header_bbox: BBox, body: list[list[str]], boxes: list[BBox]):
+    """The header with the rows under it that belong to it (_reads_as_header) joined in, cell by cell."""
+    for _ in range(MAX_HEADER_ROWS):
+        if not body or len(body[0]) != len(header) or not _reads_as_header(body[0], body[1:]):
+            break
+        header = [" ".join(p for p in (a, b) if p) for a, b in zip(header, body[0])]
+        header_bbox = (min(header_bbox[0], boxes[0][0]), header_bbox[1], max(header_bbox[2], boxes[0][2]), boxes[0][3])
+        body, boxes = body[1:], boxes[1:]
+    return header, header_bbox, body, boxes
+
+
 def _tables(page: pymupdf.Page, max_tables: int, use_layout: bool = False) -> list[RawTable]:
     found = page.find_tables(use_layout=use_layout)
     words = page.get_text("words")  # (x0, y0, x1, y1, word, block, line, word number)
@@ -402,6 +438,7 @@ def _tables(page: pymupdf.Page, max_tables: int, use_layout: bool = False) -> li
                 header = [" ".join(p for p in (a, b) if p) for a, b in zip(header, body[0])]
                 header_bbox = (header_bbox[0], header_bbox[1], body_boxes[0][2], body_boxes[0][3])
                 body, body_boxes = body[1:], body_boxes[1:]
+        header, header_bbox, body, body_boxes = _merge_header_rows(header, header_bbox, body, body_boxes)
         body_pairs = [(r, bb) for r, bb in zip(body, body_boxes) if any(r)]
         if not body_pairs:
             continue

@@ -13,7 +13,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from backend.ingest.extract import Line, RawPage, RawTable, TextBlock
+from backend.ingest.extract import FIGURE_CELL_RE, Line, RawPage, RawTable, TextBlock
 from backend.types import FURNITURE_KINDS, BBox, BlockKind
 
 CAPTION_RE = re.compile(
@@ -489,7 +489,6 @@ def layout_document(pages: list[RawPage]) -> tuple[list[LayoutBlock], float]:
     return ordered, body_size
 
 
-FIGURE_CELL_RE = re.compile(r"^[\s$€£¥(−–-]*\d[\d,.]*\)?\s*%?$")  # "2,235", "$(9,399)", "4.5%"
 NIL_CELL_RE = re.compile(r"^\s*[—–-]?\s*$")  # an empty cell or a dash for nil
 YEAR_CELL_RE = re.compile(r"^\s*(?:19|20)\d{2}\s*$")
 

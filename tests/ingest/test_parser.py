@@ -407,6 +407,22 @@ def test_a_table_after_prose_on_the_next_page_is_a_table_of_its_own(tmp_path):
     assert not any("2019" in r for r in rows), rows  # its header is its own first row, as before
 
 
+def test_a_units_row_under_the_header_belongs_to_the_header(tmp_path):
+    # "2019 | 2018" over "£m | £m": the units row was a row of its own ("Table 1: 2019: £m; 2018: £m"),
+    # which a reader could cite and whose units the figures below lost. A column of words keeps its rows.
+    doc = pymupdf.open()
+    page = doc.new_page()
+    ruled_table(page, 100, [["", "2019", "2018"], ["", "£m", "£m"], ["Revenue", "120.5", "100.1"], ["Costs", "80.2", "70.4"]])
+    ruled_table(page, 300, [["Term", "Meaning"], ["EBITDA", "before interest"], ["Capex", "capital spend"], ["Opex", "running costs"]])
+    doc.save(tmp_path / "units.pdf")
+    parsed = parse_pdf(tmp_path / "units.pdf", IngestSettings(), None)
+    tables = sorted((n for n in parsed.nodes if n.kind == NodeKind.TABLE), key=lambda n: n.bbox[1])
+    figures = [n.text for n in parsed.nodes if n.parent == tables[0].id]
+    assert figures == ["column 1: Revenue; 2019 £m: 120.5; 2018 £m: 100.1", "column 1: Costs; 2019 £m: 80.2; 2018 £m: 70.4"], figures
+    words = [n.text for n in parsed.nodes if n.parent == tables[1].id]
+    assert words[0] == "Term: EBITDA; Meaning: before interest" and len(words) == 3, words
+
+
 @needs_bench
 def test_tatqa_balance_sheet_run_on_to_page_two():
     doc = parse_pdf(TATQA / "tatqa_e9a946ce.pdf", IngestSettings(), None)
