@@ -401,7 +401,9 @@ def _reads_as_header(row: list[str], below: list[list[str]]) -> bool:
     return True
 
 
-def _merge_header_rows(header: list[str], header_bbox: BBox, body: list[list[str]], boxes: list[BBox]):
+def _merge_header_rows(
+    header: list[str], header_bbox: BBox, body: list[list[str]], boxes: list[BBox]
+) -> tuple[list[str], BBox, list[list[str]], list[BBox]]:
     """The header with the rows under it that belong to it (_reads_as_header) joined in, cell by cell."""
     for _ in range(MAX_HEADER_ROWS):
         if not body or len(body[0]) != len(header) or not _reads_as_header(body[0], body[1:]):
