@@ -377,23 +377,32 @@ def _external_header_ok(words: list[tuple], tab) -> bool:
 
 
 FIGURE_CELL_RE = re.compile(r"^[\s$€£¥(−–-]*\d[\d,.]*\)?\s*%?$")  # "2,235", "$(9,399)", "4.5%"
+NIL_CELL_RE = re.compile(r"^[$€£¥]?[—–−-]+$")  # "—", "$ —": nil, as reports print it in a column of figures
+# A column's date ("As of August 1, 2019", "December 31, 2019") is header text, however many words.
+DATE_CELL_RE = re.compile(
+    r"^(?:(?:as )?(?:of|at|ended) )?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? \d{1,2},? \d{4}$", re.IGNORECASE
+)
 MAX_HEADER_ROWS = 2  # rows under the header that may still belong to it
 MAX_HEADER_CELL_WORDS = 4
 
 
 def _is_figure(cell: str) -> bool:
-    return bool(FIGURE_CELL_RE.match(cell.replace(" ", "")))
+    """A figure, or the dash a report prints for nil."""
+    compact = cell.replace(" ", "")
+    return bool(FIGURE_CELL_RE.match(compact) or NIL_CELL_RE.match(compact))
 
 
 def _reads_as_header(row: list[str], below: list[list[str]]) -> bool:
     """Does a row under a table's header belong to it: the units under the years ("€m | €m"), or a
     second line of the column names ("As reported | Adjustments")? Each value cell it fills holds a
-    few words and no figure, over a column whose cells below are mostly figures."""
+    few words (or a date) and no figure, over a column whose cells below are mostly figures (a dash
+    for nil counts as one)."""
     filled = [i for i, c in enumerate(row) if i > 0 and c.strip()]
     if not filled or len(below) < 2:
         return False
     for i in filled:
-        if _is_figure(row[i]) or len(row[i].split()) > MAX_HEADER_CELL_WORDS:
+        words = len(row[i].split())
+        if _is_figure(row[i]) or (words > MAX_HEADER_CELL_WORDS and not DATE_CELL_RE.match(" ".join(row[i].split()))):
             return False
         column = [r[i] for r in below if i < len(r) and r[i].strip()]
         if not column or sum(map(_is_figure, column)) * 3 < len(column) * 2:

@@ -423,6 +423,35 @@ def test_a_units_row_under_the_header_belongs_to_the_header(tmp_path):
     assert words[0] == "Term: EBITDA; Meaning: before interest" and len(words) == 3, words
 
 
+def test_a_header_of_three_lines_over_nil_dashes_and_a_date_is_one_header(tmp_path):
+    # "Revised Preliminary / Allocation / As of August 1, 2019" over a column that prints nil as a dash:
+    # the dash is a figure, the date a column's name however many words it has, so the three lines make
+    # one header and no row reads "Allocation" or "As of August 1, 2019" (tatqa_0a75d1da).
+    doc = pymupdf.open()
+    page = doc.new_page()
+    ruled_table(page, 100, [["", "Revised Preliminary", "Measurement"],
+                            ["", "Allocation", "Period"],
+                            ["(In millions)", "As of August 1, 2019", "Adjustments"],
+                            ["Goodwill", "261.3", "(7.4)"], ["Trade receivables", "37.3", "-"],
+                            ["Other receivables", "0.3", "-"], ["Total assets", "540.6", "5.2"]])
+    doc.save(tmp_path / "allocation.pdf")
+    parsed = parse_pdf(tmp_path / "allocation.pdf", IngestSettings(), None)
+    table = next(n for n in parsed.nodes if n.kind == NodeKind.TABLE)
+    rows = [n.text for n in parsed.nodes if n.parent == table.id]
+    assert rows[0] == ("(In millions): Goodwill; Revised Preliminary Allocation As of August 1, 2019: 261.3; "
+                       "Measurement Period Adjustments: (7.4)"), rows
+    assert len(rows) == 4, rows
+
+
+@needs_bench
+def test_tatqa_allocation_table_reads_its_three_line_header():
+    doc = parse_pdf(TATQA / "tatqa_0a75d1da.pdf", IngestSettings(), None)
+    rows = [n.text for n in doc.nodes if n.kind == NodeKind.ROW]
+    assert ("Table 1: (In millions): Total liabilities; Revised Preliminary Allocation As of August 1, 2019: $ 94.9; "
+            "Measurement Period Adjustments: $ 5.2; Revised Preliminary Allocation As of December 31, 2019: $ 100.1") in rows, rows
+    assert not any(r.startswith("Table 1: column 1:") for r in rows), rows
+
+
 @needs_bench
 def test_tatqa_balance_sheet_run_on_to_page_two():
     doc = parse_pdf(TATQA / "tatqa_e9a946ce.pdf", IngestSettings(), None)
