@@ -401,8 +401,8 @@ def _reads_as_header(row: list[str], below: list[list[str]]) -> bool:
     if not filled or len(below) < 2:
         return False
     for i in filled:
-        words = len(row[i].split())
-        if _is_figure(row[i]) or (words > MAX_HEADER_CELL_WORDS and not DATE_CELL_RE.match(" ".join(row[i].split()))):
+        cell = " ".join(row[i].split())
+        if _is_figure(cell) or (len(cell.split()) > MAX_HEADER_CELL_WORDS and not DATE_CELL_RE.match(cell)):
             return False
         column = [r[i] for r in below if i < len(r) and r[i].strip()]
         if not column or sum(map(_is_figure, column)) * 3 < len(column) * 2:

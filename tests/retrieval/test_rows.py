@@ -82,21 +82,26 @@ def test_the_pages_holding_a_row_the_question_names_go_first(service, reports_wo
                             llm_backend="rules")) == hits
 
 
+def _reordered(corpus, ranked: list[str], question: str) -> tuple[list[str], list[str]]:
+    """The rows step over one table hit per report, ranked in the given order: the reports' order
+    after it, and the trace's notes. Scores must stay non-increasing."""
+    tables = {corpus.documents[n.doc].file_name: nid for nid, n in corpus.nodes.items() if n.kind == NodeKind.TABLE}
+    hits = [ScoredNode(node_id=tables[name], score=1.0 - i / 10, why="") for i, name in enumerate(ranked)]
+    trace = Trace(method="strata", llm_backend="rules")
+    out = named_rows_first(corpus, question, hits, trace)
+    assert all(a.score >= b.score for a, b in zip(out, out[1:]))
+    return [corpus.documents[corpus.nodes.doc_of(h.node_id)].file_name for h in out], trace.notes
+
+
 def test_the_strategys_own_first_page_keeps_the_second_place(service, reports_workspace):
     # Two reports hold a row the question names; the strategy ranked a third first. The first named
     # page goes first, the strategy's own first page second, then the other named page: a generic
     # label ("Total assets") names pages that hold nothing asked, and the strategy's best guess stays
     # in reach (dev-tatqa-pdf tune: +0.003 to +0.007 page R@5 for every structure-aware method).
-    corpus = service.corpus(reports_workspace)
-    tables = {corpus.documents[n.doc].file_name: nid for nid, n in corpus.nodes.items() if n.kind == NodeKind.TABLE}
-    hits = [ScoredNode(node_id=tables[name], score=1.0 - i / 10, why="") for i, name in
-            enumerate(["quarry_extract.pdf", "harbour_extract.pdf", "mill_extract.pdf"])]
-    trace = Trace(method="strata", llm_backend="rules")
-    out = named_rows_first(corpus, "What was the change in Revenue and Staff costs between 2018 and 2019?", hits, trace)
-    assert [corpus.documents[corpus.nodes.doc_of(h.node_id)].file_name for h in out] == \
-        ["harbour_extract.pdf", "quarry_extract.pdf", "mill_extract.pdf"]
-    assert all(a.score >= b.score for a, b in zip(out, out[1:]))
-    assert any("the strategy's own first page" in n for n in trace.notes)
+    names, notes = _reordered(service.corpus(reports_workspace), ["quarry_extract.pdf", "harbour_extract.pdf", "mill_extract.pdf"],
+                              "What was the change in Revenue and Staff costs between 2018 and 2019?")
+    assert names == ["harbour_extract.pdf", "quarry_extract.pdf", "mill_extract.pdf"]
+    assert any("the strategy's own first page" in n for n in notes)
 
 
 def test_the_strategys_first_page_stays_first_when_it_holds_more_of_the_question(service, reports_workspace):
@@ -104,16 +109,10 @@ def test_the_strategys_first_page_stays_first_when_it_holds_more_of_the_question
     # "Operating expenses"; the harbour's does, but holds fewer of the question's words. The label
     # breaks no tie there, so the strategy's first page keeps the first place and the named page
     # comes second (dev-tatqa-pdf tune: R@1 0.681 -> 0.718, R@5 the same).
-    corpus = service.corpus(reports_workspace)
-    tables = {corpus.documents[n.doc].file_name: nid for nid, n in corpus.nodes.items() if n.kind == NodeKind.TABLE}
-    hits = [ScoredNode(node_id=tables[name], score=1.0 - i / 10, why="") for i, name in
-            enumerate(["quarry_extract.pdf", "mill_extract.pdf", "harbour_extract.pdf"])]
-    trace = Trace(method="strata", llm_backend="rules")
-    out = named_rows_first(corpus, "What was the change in the quarry's operating expenses between 2018 and 2019?", hits, trace)
-    assert [corpus.documents[corpus.nodes.doc_of(h.node_id)].file_name for h in out] == \
-        ["quarry_extract.pdf", "harbour_extract.pdf", "mill_extract.pdf"]
-    assert all(a.score >= b.score for a, b in zip(out, out[1:]))
-    assert any("holds more of the question's words" in n for n in trace.notes)
+    names, notes = _reordered(service.corpus(reports_workspace), ["quarry_extract.pdf", "mill_extract.pdf", "harbour_extract.pdf"],
+                              "What was the change in the quarry's operating expenses between 2018 and 2019?")
+    assert names == ["quarry_extract.pdf", "harbour_extract.pdf", "mill_extract.pdf"]
+    assert any("holds more of the question's words" in n for n in notes)
 
 
 def test_the_structure_aware_methods_read_the_rows_and_the_flat_floors_do_not(service, reports_workspace):
