@@ -32,7 +32,7 @@ from backend.packing import TokenBudgetPacker
 from backend.reader import EvidenceReader, subqueries_of
 from backend.retrieval.base import Retriever
 from backend.retrieval.mentions import near_titles
-from backend.retrieval.names import named_first
+from backend.retrieval.names import named_documents, named_first
 from backend.retrieval.rows import named_rows_first
 from backend.retrieval.references import place_references
 from backend.retrieval.scope import SCOPE_WIDEN, within_scope
@@ -168,7 +168,9 @@ class QueryPipeline:
             question = spelt_as_titles(self.corpus, question, trace)
         hits = retriever.retrieve(question, depth, params, trace)
         if retriever.follows_references:
-            hits = named_rows_first(self.corpus, question, hits, trace)
+            long_separate = not is_template_corpus(self.corpus) and is_long_separate_corpus(self.corpus)
+            named_docs = frozenset(named_documents(self.corpus, question)[1]) if long_separate else frozenset()
+            hits = named_rows_first(self.corpus, question, hits, trace, named_docs)
             if is_template_corpus(self.corpus):
                 hits = named_first(self.corpus, question, hits, trace)
             elif is_long_separate_corpus(self.corpus):
