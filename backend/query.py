@@ -168,8 +168,8 @@ class QueryPipeline:
             question = spelt_as_titles(self.corpus, question, trace)
         hits = retriever.retrieve(question, depth, params, trace)
         if retriever.follows_references:
-            long_separate = not is_template_corpus(self.corpus) and is_long_separate_corpus(self.corpus)
-            named_docs = frozenset(named_documents(self.corpus, question)[1]) if long_separate else frozenset()
+            names_decide = is_template_corpus(self.corpus) or is_long_separate_corpus(self.corpus)
+            named_docs = frozenset(named_documents(self.corpus, question)[1]) if names_decide else frozenset()
             hits = named_rows_first(self.corpus, question, hits, trace, named_docs)
             if is_template_corpus(self.corpus):
                 hits = named_first(self.corpus, question, hits, trace)

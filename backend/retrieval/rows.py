@@ -16,16 +16,17 @@ a row of a table among them) go first, each part in the strategy's order, except
 strategy's own first page keeps the second place, or the first when it holds more of the question's
 words than the first named page.
 
-In long documents that do not lead to one another (traits.is_long_separate_corpus: reports,
-papers, filings), a named row the strategy did not rank joins the hits when it is in a document the
-question names (names.py) and on the only page of that document holding its label: "What is
+Where the documents a question names decide (names.py: long documents that do not lead to one
+another, and template corpora), a named row the strategy did not rank joins the hits when it is in
+a document the question names and on the only page of that document holding its label: "What is
 common equity for COSTCO in FY2021?" is asked of the row "EQUITY" on the balance sheet of Costco's
 10-K, a page the routed ranking left below its first 30 units; "Total", on five pages of that
-10-K, singles out none of them. dev-mmlongbench tune: strata page R@5 0.597 -> 0.621, lilac,
-fif, mmgraph and hikey +0.010 to +0.024, mirag 0.630 -> 0.626; the check half is unchanged. Not
-on a template corpus: there the named documents are one company's filings, which hold the same
-rows, and the joined rows broke the spread over filings (dev-docugami-10q tune: strata 0.984 ->
-0.974, fif 0.805 -> 0.792).
+10-K, singles out none of them (without that rule docugami's tune half fell for strata, 0.984 ->
+0.974, and fif, 0.805 -> 0.792). Tune R@5, before -> after:
+- dev-mmlongbench: strata 0.597 -> 0.621, lilac 0.561 -> 0.585, fif 0.578 -> 0.602, mmgraph
+  0.580 -> 0.600, hikey 0.588 -> 0.598, mirag 0.630 -> 0.626;
+- dev-docugami-10q: hikey 0.568 -> 0.635, lilac 0.776 -> 0.797, fif, mirag and mmgraph +0.002 to
+  +0.003, strata 0.984 -> 0.982.
 """
 
 from __future__ import annotations

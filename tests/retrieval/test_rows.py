@@ -11,6 +11,7 @@ import pytest
 
 from backend.llm.text import named_label, row_label
 from backend.retrieval.rows import named_rows_first
+from backend.retrieval.traits import is_long_separate_corpus
 from backend.types import NodeKind, ScoredNode, Trace
 from tests.fakes import ruled_table
 
@@ -123,44 +124,69 @@ def test_the_structure_aware_methods_read_the_rows_and_the_flat_floors_do_not(se
     assert not any(getattr(s, "index", None) == "rows" for s in flat.trace.steps)
 
 
+
+# Three reports of four pages each, so that the documents a question names decide (long documents
+# that do not lead to one another). Each report's first page holds "Total liabilities" and a
+# "Total", its second page another "Total".
+LEDGERS = ("ACME", "GLOBEX", "INITECH")
+
+
 @pytest.fixture(scope="module")
 def ledger_workspace(service, strata_settings, tmp_path_factory) -> Path:
-    """A report of two pages, both with a "Total" row; only the first holds "Total liabilities"."""
-    folder = tmp_path_factory.mktemp("ledger")
-    doc = pymupdf.open()
-    for prose, rows in (
-            ("The balance sheet of the company at the end of the year is set out below.",
-             [["", "2021", "2020"], ["Cash", "11,258", "12,277"], ["Total liabilities", "41,190", "36,851"],
-              ["Total", "59,268", "55,556"]]),
-            ("Revenue by its sources for the year, in millions of dollars, follows here.",
-             [["", "2021", "2020"], ["Membership fees", "3,877", "3,541"], ["Total", "195,929", "166,761"]])):
-        page = doc.new_page()
-        page.insert_text((72, 72), prose, fontsize=11)
-        ruled_table(page, 120, rows)
-    doc.save(folder / "ledger_report.pdf")
-    ws = strata_settings.workspace_root / "ledger"
-    report = service.ingest(ws, [folder / "ledger_report.pdf"])
+    folder = tmp_path_factory.mktemp("ledgers")
+    paths = []
+    for co in LEDGERS:
+        doc = pymupdf.open()
+        pages = [(f"The balance sheet of {co} at the end of the year is set out below.",
+                  [["", "2021", "2020"], ["Cash", "11,258", "12,277"], ["Total liabilities", "41,190", "36,851"],
+                   ["Total", "59,268", "55,556"]]),
+                 (f"Revenue of {co} by its sources for the year, in millions of dollars, follows here.",
+                  [["", "2021", "2020"], ["Membership fees", "3,877", "3,541"], ["Total", "195,929", "166,761"]]),
+                 (f"{co} opened new warehouses in three countries during the year.", None),
+                 (f"The board of {co} met eleven times and approved the dividend.", None)]
+        for prose, rows in pages:
+            page = doc.new_page()
+            page.insert_text((72, 72), prose, fontsize=11)
+            if rows:
+                ruled_table(page, 120, rows)
+        doc.save(folder / f"{co}_annual_report.pdf")
+        paths.append(folder / f"{co}_annual_report.pdf")
+    ws = strata_settings.workspace_root / "ledgers"
+    report = service.ingest(ws, paths)
     assert not report.failed, report.failed
     return ws
 
 
+class _SecondPageOnly:
+    """A strategy that ranked the prose of ACME's second page and nothing else."""
+
+    follows_references = True
+
+    def __init__(self, unit: str) -> None:
+        self.unit = unit
+
+    def retrieve(self, query, top_k, params, trace):
+        return [ScoredNode(node_id=self.unit, score=0.9, why="")]
+
+
 def test_a_row_the_question_names_in_a_document_it_names_joins_the_hits(service, ledger_workspace):
-    # The strategy ranked the prose of the ledger's second page only. The first page holds "Total
-    # liabilities", on no other page of the document, so that row joins the hits and its page goes
-    # first; "Total", on both pages, singles out neither and joins nothing (dev-mmlongbench tune:
-    # strata 0.597 -> 0.621).
+    # The strategy ranked the prose of ACME's second page only. ACME's first page holds "Total
+    # liabilities", on no other page of ACME's report, so that row joins the hits and its page goes
+    # first; "Total", on both table pages, singles out neither and joins nothing; GLOBEX's report,
+    # which the question does not name, gives nothing (dev-mmlongbench tune: strata 0.597 -> 0.621).
     corpus = service.corpus(ledger_workspace)
-    tables = {n.page: nid for nid, n in corpus.nodes.items() if n.kind == NodeKind.TABLE}
-    prose = {n.page: nid for nid, n in corpus.nodes.items() if n.kind == NodeKind.PARAGRAPH}
-    assert set(tables) == {1, 2} and set(prose) == {1, 2}
-    doc = corpus.nodes.doc_of(tables[1])
-    hits = [ScoredNode(node_id=prose[2], score=0.9, why="")]
-    question = "What were the total liabilities in 2021?"
-    out = named_rows_first(corpus, question, hits, Trace(method="strata", llm_backend="rules"), frozenset({doc}))
-    assert [corpus.nodes.page_of(h.node_id) for h in out] == [1, 2]
-    assert row_label(corpus.nodes.text_of(out[0].node_id)) == "Total liabilities"
-    assert all(a.score >= b.score for a, b in zip(out, out[1:]))
-    assert named_rows_first(corpus, question, hits, Trace(method="strata", llm_backend="rules")) == hits  # no document named
-    only_total = named_rows_first(corpus, "What was the total in 2021?", hits, Trace(method="strata", llm_backend="rules"),
-                                  frozenset({doc}))
-    assert [corpus.nodes.page_of(h.node_id) for h in only_total] == [2]
+    assert is_long_separate_corpus(corpus)
+    acme = next(d for d, doc in corpus.documents.items() if doc.file_name == "ACME_annual_report.pdf")
+    prose = {n.page: nid for nid, n in corpus.nodes.items() if n.kind == NodeKind.PARAGRAPH and n.doc == acme}
+    assert set(prose) == {1, 2, 3, 4}
+    pipeline = service._pipeline(corpus, None, None)
+    hits, trace = pipeline.retrieve(_SecondPageOnly(prose[2]), "strata", "What were the total liabilities of ACME in 2021?", 5, {})
+    assert [(corpus.nodes.doc_of(h.node_id), corpus.nodes.page_of(h.node_id)) for h in hits] == [(acme, 1), (acme, 2)]
+    assert row_label(corpus.nodes.text_of(hits[0].node_id)) == "Total liabilities"
+    assert all(a.score >= b.score for a, b in zip(hits, hits[1:]))
+    assert any("1 of those rows the strategy had not ranked" in n for n in trace.notes), trace.notes
+    hits, _ = pipeline.retrieve(_SecondPageOnly(prose[2]), "strata", "What was the total of ACME in 2021?", 5, {})
+    assert [corpus.nodes.page_of(h.node_id) for h in hits] == [2]
+    # without a document named, nothing joins
+    hits, _ = pipeline.retrieve(_SecondPageOnly(prose[2]), "strata", "What were the total liabilities in 2021?", 5, {})
+    assert [corpus.nodes.page_of(h.node_id) for h in hits] == [2]
