@@ -168,12 +168,12 @@ class QueryPipeline:
             question = spelt_as_titles(self.corpus, question, trace)
         hits = retriever.retrieve(question, depth, params, trace)
         if retriever.follows_references:
-            names_decide = is_template_corpus(self.corpus) or is_long_separate_corpus(self.corpus)
-            named_docs = frozenset(named_documents(self.corpus, question)[1]) if names_decide else frozenset()
+            template, long_separate = is_template_corpus(self.corpus), is_long_separate_corpus(self.corpus)
+            named_docs = frozenset(named_documents(self.corpus, question)[1]) if template or long_separate else frozenset()
             hits = named_rows_first(self.corpus, question, hits, trace, named_docs)
-            if is_template_corpus(self.corpus):
+            if template:
                 hits = named_first(self.corpus, question, hits, trace)
-            elif is_long_separate_corpus(self.corpus):
+            elif long_separate:
                 hits = named_first(self.corpus, question, hits, trace, "Long documents that do not lead to one another")
             hits = place_references(self.corpus, question, hits, depth, trace, lambda: self.question_vectors(question)[0])
         if scope:

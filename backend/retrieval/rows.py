@@ -97,7 +97,7 @@ def named_rows_first(corpus, question: str, hits: list[ScoredNode], trace: Trace
     return out
 
 
-def _rows_named_in(corpus, docs, words: set[str], seen: set[str], floor: float) -> list[ScoredNode]:
+def _rows_named_in(corpus, docs: frozenset[str], words: set[str], seen: set[str], floor: float) -> list[ScoredNode]:
     """The rows of the documents `docs` whose whole label the question writes and no other page of
     their document holds, not among `seen`: "TOTAL LIABILITIES" singles out a 10-K's balance sheet,
     "Total", on five of its pages, singles out none."""

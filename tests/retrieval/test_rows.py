@@ -124,7 +124,6 @@ def test_the_structure_aware_methods_read_the_rows_and_the_flat_floors_do_not(se
     assert not any(getattr(s, "index", None) == "rows" for s in flat.trace.steps)
 
 
-
 # Three reports of four pages each, so that the documents a question names decide (long documents
 # that do not lead to one another). Each report's first page holds "Total liabilities" and a
 # "Total", its second page another "Total".
