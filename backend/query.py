@@ -169,12 +169,12 @@ class QueryPipeline:
         hits = retriever.retrieve(question, depth, params, trace)
         if retriever.follows_references:
             template, long_separate = is_template_corpus(self.corpus), is_long_separate_corpus(self.corpus)
-            named_docs = frozenset(named_documents(self.corpus, question)[1]) if template or long_separate else frozenset()
-            hits = named_rows_first(self.corpus, question, hits, trace, named_docs)
+            named = named_documents(self.corpus, question) if template or long_separate else ({}, set())
+            hits = named_rows_first(self.corpus, question, hits, trace, frozenset(named[1]))
             if template:
-                hits = named_first(self.corpus, question, hits, trace)
+                hits = named_first(self.corpus, question, hits, trace, named=named)
             elif long_separate:
-                hits = named_first(self.corpus, question, hits, trace, "Long documents that do not lead to one another")
+                hits = named_first(self.corpus, question, hits, trace, "Long documents that do not lead to one another", named)
             hits = place_references(self.corpus, question, hits, depth, trace, lambda: self.question_vectors(question)[0])
         if scope:
             hits = within_scope(self.corpus, hits, scope, question, self.question_vectors(question)[0], top_k, trace)

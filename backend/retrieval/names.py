@@ -112,11 +112,13 @@ def named_documents(corpus, question: str) -> tuple[dict[str, list[str]], set[st
     return found, {d for docs in found.values() for d in docs}
 
 
-def named_first(corpus, question: str, hits: list[ScoredNode], trace: Trace, corpus_kind: str = "Template corpus") -> list[ScoredNode]:
+def named_first(corpus, question: str, hits: list[ScoredNode], trace: Trace, corpus_kind: str = "Template corpus",
+                named: tuple[dict[str, list[str]], set[str]] | None = None) -> list[ScoredNode]:
     """`hits` with the units of the documents the question names first, each part in the
     strategy's order; unchanged when it names none (or only documents the hits do not hold).
-    corpus_kind: why this corpus is one where names decide, for the trace's note."""
-    found, docs = named_documents(corpus, question)
+    corpus_kind: why this corpus is one where names decide, for the trace's note. named: what
+    named_documents gives for the question, when the caller has it already."""
+    found, docs = named if named is not None else named_documents(corpus, question)
     if not docs:
         return hits
     first = [h for h in hits if corpus.nodes.doc_of(h.node_id) in docs]
