@@ -34,6 +34,7 @@ from backend.retrieval.base import Retriever
 from backend.retrieval.mentions import near_titles
 from backend.retrieval.names import named_documents, named_first
 from backend.retrieval.rows import named_rows_first
+from backend.retrieval.quoted import quoted_page_first
 from backend.retrieval.references import place_references
 from backend.retrieval.scope import SCOPE_WIDEN, within_scope
 from backend.retrieval.traits import is_long_separate_corpus, is_template_corpus
@@ -171,6 +172,7 @@ class QueryPipeline:
             template, long_separate = is_template_corpus(self.corpus), is_long_separate_corpus(self.corpus)
             named = named_documents(self.corpus, question) if template or long_separate else ({}, set())
             hits = named_rows_first(self.corpus, question, hits, trace, frozenset(named[1]))
+            hits = quoted_page_first(self.corpus, question, hits, trace)
             if template:
                 hits = named_first(self.corpus, question, hits, trace, named=named)
             elif long_separate:
