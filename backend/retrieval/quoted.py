@@ -15,11 +15,12 @@ question names and before the documents it names go first; the flat floors bm25,
 keep their meaning): when the page holding the longest run holds at least QUOTE_MARGIN more of the
 question's words in a row than any other ranked page, its units go first, in the strategy's order.
 
-QUOTE_MARGIN was set on the tune halves (bench/RESULTS.md, twenty-ninth session). With 2, page R@1
-rose on dev-tatqa-pdf (strata 0.725 -> 0.751) and dev-hotpot-pdf (0.792 -> 0.854), and page R@5
-rose or stayed for every structure-aware method on every tune half. With 1 it also moved pages that
-were not gold: R@1 fell against 2 (dev-mmlongbench strata 0.510 -> 0.481, dev-hotpot-pdf 0.854 ->
-0.812). With 3 it left some quoting gold pages where they were (dev-hotpot-pdf strata R@1 0.812).
+QUOTE_MARGIN was set on the tune halves (bench/RESULTS.md, twenty-ninth session). With 2,
+page Hit@1 rose on dev-tatqa-pdf (strata 0.725 -> 0.751) and dev-hotpot-pdf (0.792 -> 0.854), and
+page R@5 rose or stayed for every structure-aware method on every tune half. With 1 it also moved
+pages that were not gold: Hit@1 fell against 2 (dev-mmlongbench strata 0.510 -> 0.481,
+dev-hotpot-pdf 0.854 -> 0.812). With 3 it left some quoting gold pages where they were
+(dev-hotpot-pdf strata Hit@1 0.812).
 """
 
 from __future__ import annotations
