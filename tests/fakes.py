@@ -228,3 +228,19 @@ def ruled_table(page, top: float, rows: list[list[str]], open_top: bool = False)
         page.draw_line((left, top + r * row_h), (left + col * len(rows[0]), top + r * row_h))
     for c in range(len(rows[0]) + 1):
         page.draw_line((left + c * col, top), (left + c * col, top + row_h * len(rows)))
+
+
+def ingest_drawn(service: Service, ws, folder, drawn: dict[str, Any]):
+    """Ingest one-page PDFs into the workspace `ws`: each file named in `drawn` is a new page that
+    its function draws on (text, a ruled table), saved in `folder`. No file may fail; returns ws."""
+    import pymupdf
+
+    paths = []
+    for name, draw in drawn.items():
+        doc = pymupdf.open()
+        draw(doc.new_page())
+        doc.save(folder / name)
+        paths.append(folder / name)
+    report = service.ingest(ws, paths)
+    assert not report.failed, report.failed
+    return ws

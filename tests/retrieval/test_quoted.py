@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pymupdf
 import pytest
 
 from backend.retrieval.quoted import _run, quoted_page_first
 from backend.types import NodeKind, ScoredNode, Trace
+from tests.fakes import ingest_drawn
 
 # Four one-page extracts of annual reports; each writes "deferred tax assets". The first quotes the
 # question's ten content words in a row; the last does too, in other words around them.
@@ -26,17 +26,11 @@ QUESTION = ("Which years does the table provide information for the long-term de
 
 @pytest.fixture(scope="module")
 def quoted_workspace(service, strata_settings, tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("quoted_reports")
-    paths = []
-    for name, prose in REPORTS.items():
-        doc = pymupdf.open()
-        doc.new_page().insert_text((72, 72), prose, fontsize=11)
-        doc.save(folder / name)
-        paths.append(folder / name)
-    ws = strata_settings.workspace_root / "quoted_reports"
-    report = service.ingest(ws, paths)
-    assert not report.failed, report.failed
-    return ws
+    def prose(text):
+        return lambda page: page.insert_text((72, 72), text, fontsize=11)
+
+    return ingest_drawn(service, strata_settings.workspace_root / "quoted_reports", tmp_path_factory.mktemp("quoted_reports"),
+                        {name: prose(text) for name, text in REPORTS.items()})
 
 
 def _units(corpus) -> dict[str, str]:
