@@ -37,6 +37,7 @@ from backend.retrieval.rows import named_rows_first
 from backend.retrieval.quoted import quoted_page_first
 from backend.retrieval.references import place_references
 from backend.retrieval.scope import SCOPE_WIDEN, within_scope
+from backend.retrieval.spread import spread_over_pages
 from backend.retrieval.traits import is_long_separate_corpus, is_template_corpus
 from backend.types import (
     Answer,
@@ -173,6 +174,7 @@ class QueryPipeline:
             named = named_documents(self.corpus, question) if template or long_separate else ({}, set())
             hits = named_rows_first(self.corpus, question, hits, trace, frozenset(named[1]))
             hits = quoted_page_first(self.corpus, question, hits, trace)
+            hits = spread_over_pages(self.corpus, hits, top_k, trace)
             if template:
                 hits = named_first(self.corpus, question, hits, trace, named=named)
             elif long_separate:
