@@ -12,7 +12,8 @@ stay together in the head, so the reader still gets both.
 
 PAGE_HEAD_UNITS was set on the tune halves (bench/RESULTS.md, twenty-ninth session), by page R@5
 at 10 results, simulated on the 30-deep predictions: 2 and 1 both give every structure-aware
-method its 30-deep figure on every tune half (3 leaves strata's tatqa at 0.945). 2 is kept so that
+method its 30-deep figure on the tune halves of dev-tatqa-pdf, dev-mmlongbench and dev-hotpot-pdf
+(3 leaves strata's tatqa at 0.945). 2 is kept so that
 a page's table and the paragraph beside it stay together for the reader; 1 was not run through it.
 The page ranking, and so every page figure at 30 results, is the same by construction; the
 reader's answers moved within a question or two (strata's tatqa tune EM 0.462 before and after;
@@ -46,8 +47,7 @@ def spread_over_pages(corpus, hits: list[ScoredNode], top_k: int, trace: Trace) 
     trace.add(RankStep(label=f"Units spread over pages: at most {PAGE_HEAD_UNITS} of a page before every page has had its first",
                        index="pages", candidates=spread[:30]))
     trace.notes.append(f"The first {top_k} results hold {_pages(nodes, spread[:top_k])} pages, not {_pages(nodes, hits[:top_k])}:"
-                       f" a page's units beyond its first"
-                       f" {PAGE_HEAD_UNITS} come after every ranked page's first.")
+                       f" a page's units beyond its first {PAGE_HEAD_UNITS} come after every ranked page's first.")
     return spread
 
 
