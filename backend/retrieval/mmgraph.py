@@ -402,15 +402,15 @@ class MMGraphRetriever(Retriever):
         homes, ga, layer_row = entity_homes(corpus), graph_arrays(corpus), entity_rows(corpus)
         comps, ids = corpus.layers["components"].ids, corpus.nodes.ids
         scores, how = dict(reached), dict(via)
-        for a in anchors:
-            row = corpus.nodes.rows[a.node_id]
-            for _score, d, _entity in homes.best(np.array([row]), np.array([a.score])):
-                for r in ga.doc_components[homes.doc_ids[d]].tolist():
-                    for e in corpus.neighbour_ids(comps[r], (EdgeKind.MENTIONS,)):
-                        named = corpus.nodes.rows[e]
-                        if layer_row[named] >= 0 and DECAY * a.score > scores.get(named, 0.0):
-                            scores[named] = DECAY * a.score
-                            how[named] = f"named on the page of {corpus.nodes.text_of(a.node_id)}"
+        anchor_homes = [(a, homes.doc_ids[d]) for a in anchors
+                        for _score, d, _entity in homes.best(np.array([corpus.nodes.rows[a.node_id]]), np.array([a.score]))]
+        for a, home in anchor_homes:
+            for r in ga.doc_components[home].tolist():
+                for e in corpus.neighbour_ids(comps[r], (EdgeKind.MENTIONS,)):
+                    named = corpus.nodes.rows[e]
+                    if layer_row[named] >= 0 and DECAY * a.score > scores.get(named, 0.0):
+                        scores[named] = DECAY * a.score
+                        how[named] = f"named on the page of {corpus.nodes.text_of(a.node_id)}"
         rows = np.fromiter(scores.keys(), dtype=np.int64, count=len(scores))
         values = np.fromiter(scores.values(), dtype=np.float64, count=len(scores))
         out = np.zeros(len(comps), dtype=np.float32)
@@ -423,7 +423,7 @@ class MMGraphRetriever(Retriever):
             for r in ga.doc_components[homes.doc_ids[d]].tolist():
                 out[r] = score
                 home_of[r] = why
-        titled = self._titled_on_homes(anchors, homes)
+        titled = self._titled_on_homes(anchor_homes, set(homes.doc_ids))
         for doc, (score, anchor) in titled.items():
             for r in ga.doc_components[doc].tolist():
                 if score > out[r]:
@@ -438,23 +438,22 @@ class MMGraphRetriever(Retriever):
             trace.notes.append(f"Own pages of the reached entities, best first: {', '.join(shown)}.")
         return out
 
-    def _titled_on_homes(self, anchors: list[ScoredNode], homes: EntityHomes) -> dict[str, tuple[float, str]]:
-        """The short documents whose title a matched entity's own page writes, each at DECAY * the
-        best such anchor's match, with its name: the title index links the names a page writes
-        that the rules extractor took into a longer span ("the former CEO of Viglen" gives the
-        entity "CEO of Viglen", whose own page there is none; the title "Viglen" is written all the
-        same). A page written by a name it names is reached as its entity would be."""
+    def _titled_on_homes(self, anchor_homes: list[tuple[ScoredNode, str]], short: set[str]) -> dict[str, tuple[float, str]]:
+        """The short documents (`short`) whose title a matched entity's own page writes (`anchor_homes`:
+        each anchor with one of its own pages), each at DECAY * the best such anchor's match, with its
+        name: the title index links the names a page writes that the rules extractor took into a
+        longer span ("the former CEO of Viglen" gives the entity "CEO of Viglen", whose own page
+        there is none; the title "Viglen" is written all the same). A page written by a name it
+        names is reached as its entity would be."""
         corpus, ga, index = self.corpus, graph_arrays(self.corpus), title_index(self.corpus)
-        short = set(homes.doc_ids)
+        comps = corpus.layers["components"].ids
         out: dict[str, tuple[float, str]] = {}
-        for a in anchors:
+        for a, home in anchor_homes:
             score, name = DECAY * a.score, corpus.nodes.text_of(a.node_id)
-            for _score, d, _entity in homes.best(np.array([corpus.nodes.rows[a.node_id]]), np.array([a.score])):
-                home = homes.doc_ids[d]
-                for r in ga.doc_components[home].tolist():
-                    for doc in index.mentioned(corpus.nodes.text_of(corpus.layers["components"].ids[r]), exclude=home):
-                        if doc in short and score > out.get(doc, (0.0, ""))[0]:
-                            out[doc] = (score, name)
+            for r in ga.doc_components[home].tolist():
+                for doc in index.mentioned(corpus.nodes.text_of(comps[r]), exclude=home):
+                    if doc in short and score > out.get(doc, (0.0, ""))[0]:
+                        out[doc] = (score, name)
         return out
 
     def _evidence(self, reached: dict[int, float], followed: Followed,
