@@ -67,7 +67,7 @@ from backend.retrieval.hybrid import HybridRetriever
 from backend.retrieval.mmgraph import MMGraphRetriever
 from backend.retrieval.lilac import LateInteraction, best_of_document, component_neighbours, decompose
 from backend.retrieval.lilac.retriever import graph_arrays
-from backend.retrieval.fif.rules import bridge_entities, compose
+from backend.retrieval.fif.rules import bridge_entities, compose, content_tokens
 from backend.retrieval.mentions import title_index
 from backend.retrieval.traits import HOP_SHARE, SHORT_DOC_PAGES, hop_share, mean_pages, template_share
 from backend.types import (
@@ -181,7 +181,9 @@ class StrataRetriever(Retriever):
         it ("Randy Travis" for "the co-writer of Alan Jackson on ..."), and "the third studio album
         of Randy Travis" finds Old 8x10, a page the title hops cannot reach because it is not the
         bridge's own (MuSiQue's second pages often are not). The next hop's prerequisite is the
-        composed search's first unit (its candidates count only if that unit is placed)."""
+        composed search's first unit (its candidates count only if that unit is placed). A name the
+        dependent subquery already writes is not its bridge ("Alice David is the voice of Lara Croft in
+        a video game developed by which company": the bridge is the game, not Alice David)."""
         corpus, comps = self.corpus, self.corpus.layers["components"]
         ga = li.arrays
         leading = [h.node_id for h in base[: p.partner_depth]]
@@ -196,6 +198,7 @@ class StrataRetriever(Retriever):
             node = corpus.nodes[unit_id]
             links = [corpus.documents[d].title for d in title_index(corpus).mentioned(node.text, exclude=node.doc)]
             names = bridge_entities(asked[j], {"title": corpus.documents[node.doc].title, "text": node.text, "links": links})
+            names = [n for n in names if not content_tokens(n) <= content_tokens(sub.text)]
             if not names:
                 continue
             text = asked[i] = compose(sub.text, names[0], subqueries[j].text)

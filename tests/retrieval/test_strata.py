@@ -247,3 +247,25 @@ def test_the_page_a_question_names_leads_even_when_the_last_hop_s_words_match_ot
     default, trace0 = _run(service, corpus, unnamed, 4)
     assert not any(isinstance(s, FuseStep) and "named documents" in s.inputs for s in trace0.steps)
     assert [h.node_id for h in default] == [h.node_id for h in _run(service, corpus, unnamed, 4, {"named": 0})[0]]
+
+
+GAMES = {
+    "Tessa_Fenn.pdf": ["Tessa Fenn is the heroine of the video game Crypt Runner, where she is voiced by Mara Quill."],
+    "Mara_Quill.pdf": ["Mara Quill is a French actress who has voiced characters in films and video games."],
+    "Crypt_Runner.pdf": ["Crypt Runner is an action video game developed by Halcyon Works and released in 2013."],
+    "Halcyon_Works.pdf": ["Halcyon Works is a video game developer based in Lyon."],
+    "Star_Drift.pdf": ["Star Drift is a video game developed by Orbit Forge, in which the voice cast includes many actors."],
+}
+GAMES_QUESTION = "Mara Quill is the voice of Tessa Fenn in a video game developed by which company?"
+
+
+def test_a_name_the_dependent_subquery_writes_is_not_its_bridge(service):
+    """The rules split the question into "the voice of Tessa Fenn" and "Mara Quill is the voice in a
+    video game developed by which company". Tessa Fenn's page names Mara Quill first, but the second
+    subquery already writes her: filling her in ("Mara Quill is Mara Quill in a video game ...")
+    searches for nothing new. The bridge is the next name the page gives, the game."""
+    corpus = build_corpus(service, GAMES)
+    hits, trace = _run(service, corpus, GAMES_QUESTION, 4)
+    hops = [text for s in trace.steps if isinstance(s, FuseStep) and s.label.startswith("composed hops") for text in s.inputs]
+    assert hops and all("Mara Quill is Mara Quill" not in t for t in hops), hops
+    assert any("Crypt Runner" in t for t in hops), hops
