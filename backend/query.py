@@ -32,6 +32,7 @@ from backend.packing import TokenBudgetPacker
 from backend.reader import EvidenceReader, subqueries_of
 from backend.retrieval.base import Retriever
 from backend.retrieval.mentions import near_titles
+from backend.retrieval.measures import with_line_items
 from backend.retrieval.names import named_documents, named_first
 from backend.retrieval.rows import named_rows_first
 from backend.retrieval.quoted import quoted_page_first
@@ -166,13 +167,15 @@ class QueryPipeline:
         (backend/retrieval/scope.py; empty: the whole workspace)."""
         trace = Trace(method=method, llm_backend=self.llm.name)
         depth = max(top_k, self.rank_depth) * (SCOPE_WIDEN if scope else 1)
+        searched = question
         if retriever.follows_references:
             question = spelt_as_titles(self.corpus, question, trace)
-        hits = retriever.retrieve(question, depth, params, trace)
+            searched = with_line_items(self.corpus, question, trace)  # the question's words, and a named ratio's items
+        hits = retriever.retrieve(searched, depth, params, trace)
         if retriever.follows_references:
             template, long_separate = is_template_corpus(self.corpus), is_long_separate_corpus(self.corpus)
             named = named_documents(self.corpus, question) if template or long_separate else ({}, set())
-            hits = named_rows_first(self.corpus, question, hits, trace, frozenset(named[1]))
+            hits = named_rows_first(self.corpus, searched, hits, trace, frozenset(named[1]))
             hits = quoted_page_first(self.corpus, question, hits, trace)
             hits = spread_over_pages(self.corpus, hits, top_k, trace)
             if template:

@@ -101,7 +101,7 @@ def _rows_named_in(corpus, docs: frozenset[str], words: set[str], seen: set[str]
     """The rows of the documents `docs` whose whole label the question writes and no other page of
     their document holds, not among `seen`: "TOTAL LIABILITIES" singles out a 10-K's balance sheet,
     "Total", on five of its pages, singles out none."""
-    by_doc, nodes, out = corpus.derived(_rows_by_doc), corpus.nodes, []
+    by_doc, nodes, out = corpus.derived(rows_by_doc), corpus.nodes, []
     for doc in sorted(docs):
         by_label: dict[str, list[str]] = {}
         for row_id in by_doc.get(doc, ()):
@@ -115,7 +115,7 @@ def _rows_named_in(corpus, docs: frozenset[str], words: set[str], seen: set[str]
     return out
 
 
-def _rows_by_doc(corpus) -> dict[str, list[str]]:
+def rows_by_doc(corpus) -> dict[str, list[str]]:
     """Each document's table rows, in reading order (built once per corpus)."""
     out: dict[str, list[str]] = {}
     for node_id in corpus.layers["components"].ids:
