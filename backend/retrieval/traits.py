@@ -85,7 +85,7 @@ def _measure_hop_share(corpus) -> float:
     comps = corpus.layers["components"].ids
     if len(corpus.documents) < 2 or not comps:
         return 0.0
-    linked = {e.src for e in corpus.edges.of_kind((EdgeKind.DOC_LINK,))}
+    linked = {e.src for e in corpus.edges.of_kind((EdgeKind.LINK,))}  # a unit with a PDF link to another document
     titles = title_index(corpus)
     rng = np.random.default_rng(0)  # deterministic sample
     sample = [comps[i] for i in rng.choice(len(comps), size=min(HOP_SAMPLE, len(comps)), replace=False)]
