@@ -34,6 +34,7 @@ from backend.retrieval.base import Retriever
 from backend.retrieval.mentions import near_titles
 from backend.retrieval.measures import with_line_items
 from backend.retrieval.names import named_documents, named_first
+from backend.retrieval.novelty import new_words_first
 from backend.retrieval.rows import named_rows_first
 from backend.retrieval.quoted import quoted_page_first
 from backend.retrieval.references import place_references
@@ -173,6 +174,7 @@ class QueryPipeline:
             searched = with_line_items(self.corpus, question, trace)  # the question's words, and a named ratio's items
         hits = retriever.retrieve(searched, depth, params, trace)
         if retriever.follows_references:
+            hits = new_words_first(self.corpus, question, hits, trace)
             template, long_separate = is_template_corpus(self.corpus), is_long_separate_corpus(self.corpus)
             named = named_documents(self.corpus, question) if template or long_separate else ({}, set())
             hits = named_rows_first(self.corpus, searched, hits, trace, frozenset(named[1]))

@@ -1,0 +1,76 @@
+"""In a web of pages, the ranked pages that hold a word of the question no page above them holds go
+before those that add none: "The Vermont Catamounts men's soccer team currently competes in a
+conference that was formerly known as what from 1988 to 1996?" is asked of the soccer team's page
+and the conference's. MMGraphRAG ranked eight other Vermont Catamounts pages (the ice hockey team,
+six basketball seasons, the basketball team) between them. Each of those holds "Vermont",
+"Catamounts" and "men's" and nothing else the question asks. The conference's page, tenth, is the
+first that holds "conference", "formerly" and "1988".
+
+A question over linked pages asks of a chain, and each page of it answers a part. A page whose
+question words all stand on a page above it is a look-alike of that page, not the next hop, unless
+a unit above it names its title or links to it: then it is the next hop, and an intermediate page
+of a longer chain often holds none of the question's words.
+
+Where it acts (QueryPipeline.retrieve, right after the strategy ranked and before the rows step, for
+every method but the three flat ones; strata's inner HiKEY and MMGraphRAG rankings are fused
+without it): only where pages lead to one another (hop share >= HOP_SHARE,
+`traits.is_separate_corpus`). In a pile of separate reports a look-alike report is the usual gold
+page of a tie: on dev-tatqa-pdf's tune half a listing over MMGraphRAG's predictions fell 0.943 ->
+0.935 with it.
+
+Dev-hotpot-pdf page R@5, tune / check (bench/RESULTS.md, thirtieth session): strata 0.932 / 0.938
+-> 0.948 / 0.942, FiF 0.938 / 0.889 -> 0.953 / 0.913, MI-RAG 0.891 / 0.832 -> 0.922 / 0.904,
+MMGraphRAG 0.844 / 0.793 -> 0.911 / 0.885, HiKEY 0.760 / 0.755 -> 0.797 / 0.822, LILaC 0.906 /
+0.904 -> 0.901 / 0.913. The probe's chains (tune): MI-RAG 0.855 -> 0.948, LILaC 0.873 -> 0.898,
+strata 0.944 -> 0.972; its hops to an untitled page lost a question for most methods (a page named
+by neither title nor link is what the step cannot tell from a look-alike).
+"""
+
+from __future__ import annotations
+
+from backend.llm.text import QUESTION_WORDS, content_tokens
+from backend.retrieval.mentions import title_index
+from backend.retrieval.rows import page_words
+from backend.retrieval.traits import is_separate_corpus
+from backend.types import EdgeKind, RankStep, ScoredNode, Trace
+
+
+def new_words_first(corpus, question: str, hits: list[ScoredNode], trace: Trace) -> list[ScoredNode]:
+    """`hits` with the units of the pages that add none of the question's words to the pages above
+    them moved after all the others, each part in its order and scores kept non-increasing;
+    unchanged in a corpus of separate documents, or when every page adds a word."""
+    words = content_tokens(question) - QUESTION_WORDS
+    if not hits or not words or is_separate_corpus(corpus):
+        return hits
+    nodes, held = corpus.nodes, corpus.derived(page_words)
+    page_of = [(nodes.doc_of(h.node_id), nodes.page_of(h.node_id)) for h in hits]
+    titles = title_index(corpus)
+    covered: set[str] = set()
+    named: set[str] = set()  # documents a unit above names: the next hops of the chain
+    repeats: list[tuple[str, int]] = []
+    seen: set[tuple[str, int]] = set()
+    for hit, page in zip(hits, page_of):
+        if page not in seen:
+            seen.add(page)
+            adds = ((held.get(page, set()) | content_tokens(corpus.documents[page[0]].title)) & words) - covered
+            if covered and not adds and page[0] not in named:
+                repeats.append(page)
+            covered |= adds
+        named.update(titles.mentioned(nodes.text_of(hit.node_id), exclude=page[0]))
+        named.update(e.dst for e in corpus.edges.out_of(hit.node_id, (EdgeKind.LINK,)))
+    if not repeats:
+        return hits
+    later = set(repeats)
+    order = [i for i, p in enumerate(page_of) if p not in later] + [i for i, p in enumerate(page_of) if p in later]
+    if order == list(range(len(hits))):
+        return hits
+    out, floor = [], float("inf")
+    for i in order:
+        floor = min(floor, hits[i].score)
+        out.append(hits[i].model_copy(update={"score": floor}))
+    names = [f"{corpus.documents[d].file_name} p{p}" for d, p in repeats[:4]]
+    trace.add(RankStep(label="Pages that add a word of the question first", index="novelty", candidates=out[:30]))
+    trace.notes.append(
+        f"{len(repeats)} ranked page(s) hold no word of the question that a page above them lacks "
+        f"({', '.join(names)}{' ...' if len(repeats) > 4 else ''}): they come after the pages that do.")
+    return out
