@@ -13,10 +13,12 @@ of a longer chain often holds none of the question's words.
 
 Where it acts (QueryPipeline.retrieve, right after the strategy ranked and before the rows step, for
 every method but the three flat ones; strata's inner HiKEY and MMGraphRAG rankings are fused
-without it): only where pages lead to one another (hop share >= HOP_SHARE,
-`traits.is_separate_corpus`). In a pile of separate reports a look-alike report is the usual gold
-page of a tie: on dev-tatqa-pdf's tune half a listing over MMGraphRAG's predictions fell 0.943 ->
-0.935 with it.
+without it): only in a web of short pages (`traits.is_web_of_pages`: hop share >= HOP_SHARE, at
+most SHORT_DOC_PAGES pages per document on average), where a page is one entity. In a pile of
+separate reports a look-alike report is the usual gold page of a tie: on dev-tatqa-pdf's tune half
+a listing over MMGraphRAG's predictions fell 0.943 -> 0.935 with it. Linked multi-page reports (the
+sample corpus: four reports that cite one another, 3.75 pages each) are not a web of entities
+either; no dev collection is of that kind, so the step is left to the kind it was measured on.
 
 Dev-hotpot-pdf page R@5, tune / check (bench/RESULTS.md, thirtieth session): strata 0.932 / 0.938
 -> 0.948 / 0.942, FiF 0.938 / 0.889 -> 0.953 / 0.913, MI-RAG 0.891 / 0.832 -> 0.922 / 0.904,
@@ -31,16 +33,16 @@ from __future__ import annotations
 from backend.llm.text import QUESTION_WORDS, content_tokens
 from backend.retrieval.mentions import title_index
 from backend.retrieval.rows import page_words
-from backend.retrieval.traits import is_separate_corpus
+from backend.retrieval.traits import is_web_of_pages
 from backend.types import EdgeKind, RankStep, ScoredNode, Trace
 
 
 def new_words_first(corpus, question: str, hits: list[ScoredNode], trace: Trace) -> list[ScoredNode]:
     """`hits` with the units of the pages that add none of the question's words to the pages above
     them moved after all the others, each part in its order and scores kept non-increasing;
-    unchanged in a corpus of separate documents, or when every page adds a word."""
+    unchanged outside a web of short pages, or when every page adds a word."""
     words = content_tokens(question) - QUESTION_WORDS
-    if not hits or not words or is_separate_corpus(corpus):
+    if not hits or not words or not is_web_of_pages(corpus):
         return hits
     nodes, held = corpus.nodes, corpus.derived(page_words)
     page_of = [(nodes.doc_of(h.node_id), nodes.page_of(h.node_id)) for h in hits]

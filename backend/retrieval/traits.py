@@ -106,6 +106,12 @@ def is_long_separate_corpus(corpus) -> bool:
     return mean_pages(corpus) > SHORT_DOC_PAGES and is_separate_corpus(corpus)
 
 
+def is_web_of_pages(corpus) -> bool:
+    """Short documents (mean pages <= SHORT_DOC_PAGES) that lead to one another (hop share >=
+    HOP_SHARE): a web of named pages, one entity each (Wikipedia), not linked reports."""
+    return mean_pages(corpus) <= SHORT_DOC_PAGES and not is_separate_corpus(corpus)
+
+
 def is_short_separate_corpus(corpus) -> bool:
     """Short documents (mean pages <= SHORT_DOC_PAGES) that rarely lead to one another (hop share
     < HOP_SHARE): separate one-table reports, not a web of pages."""

@@ -1,11 +1,11 @@
-"""In a web of pages, the pages that add a word of the question go before the look-alikes that add
-none (backend/retrieval/novelty.py), and not in a pile of separate documents; MMGraphRAG and HiKEY
-take the step, strata's inner rankings do not."""
+"""In a web of short pages, the pages that add a word of the question go before the look-alikes that
+add none (backend/retrieval/novelty.py); not in a pile of separate documents, nor among linked
+reports of many pages; the query pipeline runs it after every method but the flat floors."""
 
 from __future__ import annotations
 
 from backend.retrieval.novelty import new_words_first
-from backend.retrieval.traits import hop_share, is_separate_corpus
+from backend.retrieval.traits import hop_share, is_separate_corpus, is_web_of_pages
 from backend.types import ScoredNode, Trace
 from tests.fakes import build_corpus, doc_of
 
@@ -51,6 +51,15 @@ def test_separate_documents_keep_their_order(service):
     separate = {**CLUB, "Vale_Rovers_men_s_soccer.pdf": ["The Vale Rovers men's soccer team competes in a regional league."]}
     corpus = build_corpus(service, separate)
     assert is_separate_corpus(corpus)
+    names, trace = _reordered(corpus, RANKED)
+    assert names == RANKED and not trace.notes
+
+
+def test_linked_reports_of_many_pages_keep_their_order(service):
+    """The same linked pages as documents of four pages each: reports that cite one another, not a
+    web of one-entity pages."""
+    corpus = build_corpus(service, CLUB, pages=4)
+    assert not is_separate_corpus(corpus) and not is_web_of_pages(corpus)
     names, trace = _reordered(corpus, RANKED)
     assert names == RANKED and not trace.notes
 
