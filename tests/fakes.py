@@ -230,6 +230,14 @@ def ruled_table(page, top: float, rows: list[list[str]], open_top: bool = False)
         page.draw_line((left + c * col, top), (left + c * col, top + row_h * len(rows)))
 
 
+def drawn_report(prose: str, rows: list[list[str]], fontsize: float = 11):
+    """A page-drawing function for `ingest_drawn`: a line of prose above a ruled table."""
+    def draw(page):
+        page.insert_text((72, 72), prose, fontsize=fontsize)
+        ruled_table(page, 120, rows)
+    return draw
+
+
 def ingest_drawn(service: Service, ws, folder, drawn: dict[str, Any]):
     """Ingest one-page PDFs into the workspace `ws`: each file named in `drawn` is a new page that
     its function draws on (text, a ruled table), saved in `folder`. No file may fail; returns ws."""

@@ -10,7 +10,7 @@ import pytest
 
 from backend.retrieval.measures import MEASURES, line_items, measures_in_rows, with_line_items
 from backend.types import Trace
-from tests.fakes import ingest_drawn, ruled_table
+from tests.fakes import drawn_report, ingest_drawn
 
 
 def test_a_named_ratio_gives_the_items_it_is_computed_from():
@@ -51,14 +51,8 @@ QUESTION = "What is the change in current ratio from 2018 to 2019?"
 
 @pytest.fixture(scope="module")
 def ratio_workspace(service, strata_settings, tmp_path_factory) -> Path:
-    def report(prose, rows):
-        def draw(page):
-            page.insert_text((72, 72), prose, fontsize=10)
-            ruled_table(page, 120, rows)
-        return draw
-
     return ingest_drawn(service, strata_settings.workspace_root / "ratio_reports", tmp_path_factory.mktemp("ratio_reports"),
-                        {name: report(prose, rows) for name, (prose, rows) in REPORTS.items()})
+                        {name: drawn_report(prose, rows, fontsize=10) for name, (prose, rows) in REPORTS.items()})
 
 
 def test_the_structure_aware_methods_find_the_ratio_s_items_and_the_flat_floors_do_not(service, ratio_workspace):
@@ -89,10 +83,8 @@ def test_a_ratio_the_corpus_writes_as_a_row_is_found_by_its_own_words(service, s
     """Where a table of the corpus has a row labelled with the measure ("Current ratio"), the
     question's own words find that row, and the items would pull the look-alike balance sheets
     above it: nothing is added, and the trace says why."""
-    def draw(page):
-        page.insert_text((72, 72), "Liquidity of the company at the end of the year.", fontsize=10)
-        ruled_table(page, 120, [["", "2019", "2018"], ["Current ratio", "0.78", "0.81"], ["Quick ratio", "0.52", "0.60"]])
-
+    draw = drawn_report("Liquidity of the company at the end of the year.",
+                        [["", "2019", "2018"], ["Current ratio", "0.78", "0.81"], ["Quick ratio", "0.52", "0.60"]], fontsize=10)
     ws = ingest_drawn(service, strata_settings.workspace_root / "ratio_rows", tmp_path_factory.mktemp("ratio_rows"),
                       {"liquidity_extract.pdf": draw})
     corpus = service.corpus(ws)

@@ -13,7 +13,7 @@ from backend.llm.text import named_label, row_label
 from backend.retrieval.rows import named_rows_first
 from backend.retrieval.traits import is_long_separate_corpus
 from backend.types import NodeKind, ScoredNode, Trace
-from tests.fakes import ingest_drawn, ruled_table
+from tests.fakes import drawn_report, ingest_drawn, ruled_table
 
 
 def test_a_rows_label_is_its_first_cell():
@@ -49,14 +49,8 @@ QUESTION = "What was the change in operating expenses between 2018 and 2019?"
 
 @pytest.fixture(scope="module")
 def reports_workspace(service, strata_settings, tmp_path_factory) -> Path:
-    def report(prose, rows):
-        def draw(page):
-            page.insert_text((72, 72), prose, fontsize=11)
-            ruled_table(page, 120, rows)
-        return draw
-
     return ingest_drawn(service, strata_settings.workspace_root / "row_reports", tmp_path_factory.mktemp("row_reports"),
-                        {name: report(prose, rows) for name, (prose, rows) in REPORTS.items()})
+                        {name: drawn_report(prose, rows) for name, (prose, rows) in REPORTS.items()})
 
 
 def test_the_pages_holding_a_row_the_question_names_go_first(service, reports_workspace):
