@@ -31,8 +31,8 @@ from backend.llm.text import content_tokens
 from backend.packing import TokenBudgetPacker
 from backend.reader import EvidenceReader, subqueries_of
 from backend.retrieval.base import Retriever
-from backend.retrieval.mentions import near_titles
 from backend.retrieval.measures import with_line_items
+from backend.retrieval.mentions import near_titles
 from backend.retrieval.names import named_documents, named_first
 from backend.retrieval.novelty import new_words_first
 from backend.retrieval.rows import named_rows_first
