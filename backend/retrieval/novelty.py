@@ -2,9 +2,10 @@
 before those that add none: "The Vermont Catamounts men's soccer team currently competes in a
 conference that was formerly known as what from 1988 to 1996?" is asked of the soccer team's page
 and the conference's. MMGraphRAG ranked eight other Vermont Catamounts pages (the ice hockey team,
-six basketball seasons, the basketball team) between them. Each of those holds "Vermont",
-"Catamounts" and "men's" and nothing else the question asks. The conference's page, tenth, is the
-first that holds "conference", "formerly" and "1988".
+six basketball seasons, the basketball team) between them. The six seasons hold nothing the
+question asks that the pages above them lack; the ice hockey and basketball teams' pages add a word
+each ("1996", "currently"), and the conference's page adds "1988" and "known". With the step the
+conference's page is fourth, not tenth.
 
 A question over linked pages asks of a chain, and each page of it answers a part. A page whose
 question words all stand on a page above it is a look-alike of that page, not the next hop, unless
