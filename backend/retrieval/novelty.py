@@ -25,8 +25,8 @@ Dev-hotpot-pdf page R@5, tune / check (bench/RESULTS.md, thirtieth session): str
 -> 0.948 / 0.942, FiF 0.938 / 0.889 -> 0.953 / 0.913, MI-RAG 0.891 / 0.832 -> 0.922 / 0.904,
 MMGraphRAG 0.844 / 0.793 -> 0.911 / 0.885, HiKEY 0.760 / 0.755 -> 0.797 / 0.822, LILaC 0.906 /
 0.904 -> 0.901 / 0.913. The probe's chains (tune): MI-RAG 0.855 -> 0.948, LILaC 0.873 -> 0.898,
-strata 0.944 -> 0.972; its hops to an untitled page lost one gold page of 16 for most methods, two for LILaC (a page named
-by neither title nor link is what the step cannot tell from a look-alike).
+strata 0.944 -> 0.972; its hops to an untitled page lost one gold page of 16 for most methods, two
+for LILaC (a page named by neither title nor link is what the step cannot tell from a look-alike).
 """
 
 from __future__ import annotations
