@@ -21,11 +21,11 @@ tune: Amazon's and NVIDIA's gross margin questions fell, strata's R@5 0.982 -> 0
 
 Measured on the tune halves (bench/RESULTS.md, thirtieth session), page R@5 at 30 results:
 dev-tatqa-pdf strata 0.950 -> 0.956, lilac, fif and mirag +0.004 to +0.005, mmgraph +0.002 (the
-current ratio and the liability to asset ratio questions); dev-mmlongbench lilac +0.010 and fif +0.009,
-strata the same, mirag 0.626 -> 0.621; dev-docugami-10q lilac and mmgraph +0.013, hikey +0.029,
-strata the same; dev-hotpot-pdf asks no such question. Two tatqa questions and one mmlongbench
-one (Netflix's working capital) carry it: a small base, which the check halves bear out for every method but strata's tatqa
-(unchanged) and HiKEY's docugami (-0.010).
+current ratio and the liability to asset ratio questions); dev-mmlongbench lilac +0.010 and fif
++0.009, strata the same, mirag 0.626 -> 0.621; dev-docugami-10q lilac and mmgraph +0.013, hikey
++0.029, strata the same; dev-hotpot-pdf asks no such question. Two tatqa questions and one
+mmlongbench one (Netflix's working capital) carry it: a small base, which the check halves bear out
+for every method but strata's tatqa (unchanged) and HiKEY's docugami (-0.010).
 """
 
 from __future__ import annotations
