@@ -124,7 +124,7 @@ def rows_by_doc(corpus) -> dict[str, list[str]]:
     return out
 
 
-def page_words(corpus) -> dict[tuple[str, int], set[str]]:
+def _page_words(corpus) -> dict[tuple[str, int], set[str]]:
     """Each page's content tokens, over its components' texts (built once per corpus)."""
     comps, nodes = corpus.layers["components"], corpus.nodes
     out: dict[tuple[str, int], set[str]] = {}
@@ -135,4 +135,4 @@ def page_words(corpus) -> dict[tuple[str, int], set[str]]:
 
 def _words_held(corpus, page: tuple[str, int], words: set[str]) -> int:
     """How many of the question's content words the page holds."""
-    return len(corpus.derived(page_words).get(page, set()) & words)
+    return len(corpus.derived(_page_words).get(page, set()) & words)
