@@ -25,7 +25,6 @@ What it does not do: run a method, rank pages no prediction holds, or choose an 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -139,9 +138,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{' '.join(argv if argv is not None else sys.argv[1:])}\n")
     rows = []
     for name in (c.strip() for c in args.collections.split(",") if c.strip()):
-        lines = (args.bench / name / "questions.jsonl").read_text(encoding="utf-8").splitlines()
-        questions = [q for q in map(json.loads, filter(str.strip, lines))
-                     if split.split_of(q["id"]) == args.half and q.get("gold") and not q.get("unanswerable")]
+        questions = split.scored_questions(name, args.half, args.bench)
         named = orders(page_counts(args.bench / name / "corpus"))
         for method in (m.strip() for m in args.methods.split(",") if m.strip()):
             pred = args.predictions / f"{name}.{method}.jsonl"

@@ -21,7 +21,6 @@ What it does not do: run any method, or say which is right on a question both mi
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,13 +71,6 @@ def paired(a: dict[str, float], b: dict[str, float], resamples: int = RESAMPLES,
                   int((d > 0).sum()), int((d < 0).sum()), float((means < 0).mean()))
 
 
-def _questions(collection: str, half: str, bench: Path) -> list[dict]:
-    """The half's questions score.py scores retrieval on: answerable, with gold."""
-    lines = (bench / collection / "questions.jsonl").read_text(encoding="utf-8").splitlines()
-    rows = [json.loads(line) for line in lines if line.strip()]
-    return [q for q in rows if split.split_of(q["id"]) == half and q.get("gold") and not q.get("unanswerable")]
-
-
 def compare(predictions: Path, method_a: str, method_b: str, collections: list[str], half: str, metric: str,
             bench: Path, score_script: Path | None = None, resamples: int = RESAMPLES) -> dict[str, Paired]:
     """{collection: A against B} for every collection both methods have predictions for."""
@@ -90,7 +82,7 @@ def compare(predictions: Path, method_a: str, method_b: str, collections: list[s
         files = [predictions / f"{name}.{m}.jsonl" for m in (method_a, method_b)]
         if not all(f.is_file() for f in files):
             continue
-        questions = _questions(name, half, bench)
+        questions = split.scored_questions(name, half, bench)
         a, b = (per_question(f, questions, metric, score) for f in files)
         out[name] = paired(a, b, resamples)
     return out

@@ -92,6 +92,14 @@ def load_questions(collection: str, half: Half | None, bench: Path = DEFAULT_BEN
             if half is None or split_of(qid) == half]
 
 
+def scored_questions(collection: str, half: Half, bench: Path = DEFAULT_BENCH) -> list[dict]:
+    """The half's questions as score.py reads them (plain dicts), those it scores retrieval on:
+    answerable, with gold."""
+    _check_half(half)
+    rows = [json.loads(line) for qid, line in _question_lines(collection, bench) if split_of(qid) == half]
+    return [q for q in rows if q.get("gold") and not q.get("unanswerable")]
+
+
 def half_ids(collection: str, half: Half, bench: Path = DEFAULT_BENCH) -> list[str]:
     _check_half(half)
     return [qid for qid, _ in _question_lines(collection, bench) if split_of(qid) == half]
