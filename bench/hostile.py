@@ -134,6 +134,24 @@ def flate_bomb(path: Path, decoded_bytes: int = 1_500_000_000, chunk: int = 1 <<
     return path
 
 
+def slow_pages(path: Path, pages: int = 200, text_ops: int = 50_000) -> Path:
+    """`pages` pages that share one content stream of `text_ops` one-word spans: every page is
+    inside every per-page bound, the file is small, and reading it all takes minutes (about a
+    second a page on one core), so only the parse time limit stops it."""
+    body = b"BT /F1 1 Tf " + b"".join(b"1 0 0 1 %d %d Tm (lantern) Tj\n" % (i % 600, (i // 600) % 780) for i in range(text_ops)) + b"ET"
+    stream = zlib.compress(body, 9)
+    kids = b" ".join(b"%d 0 R" % (5 + i) for i in range(pages))
+    page = b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> /Contents 4 0 R >>"
+    path.write_bytes(raw_pdf([
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [%s] /Count %d >>" % (kids, pages),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        b"<< /Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream" % (len(stream), stream),
+        *[page] * pages,
+    ]))
+    return path
+
+
 def _page_resources(doc: pymupdf.Document, page: pymupdf.Page) -> tuple[int, str]:
     """(xref, key prefix) to set a key of the page's resources, wherever they live."""
     kind, value = doc.xref_get_key(page.xref, "Resources")
@@ -321,6 +339,7 @@ def _kinds(full: bool) -> list[Kind]:
         Kind("surrogate_metadata", surrogate_metadata),
         Kind("annotations_10000", lambda p: many_annotations(p, big(3000, 10000))),
         Kind("ruling_lines_100000", lambda p: ruling_lines(p, big(12000, 100000))),
+        Kind("dense_text_pages", lambda p: slow_pages(p, pages=big(10, 200))),
     ]
     kinds += [Kind(f"bit_flips_{seed}", lambda p, s=seed: bit_flips(p, seed=s)) for seed in range(big(3, 10))]
     return kinds

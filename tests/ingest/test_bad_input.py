@@ -13,7 +13,7 @@ import pytest
 
 from backend.graph.store import WorkspaceStore
 from backend.service import Service
-from bench.hostile import flate_bomb, raw_pdf  # the bench's generator: one Flate bomb for the tests and the bench
+from bench.hostile import flate_bomb, raw_pdf, slow_pages  # the bench's generators, shared by the tests and the bench
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SAMPLE_DIR = REPO_ROOT / "sample_corpus"
@@ -146,11 +146,13 @@ def test_over_the_size_limit(service, workspace_copy, tmp_path):
 
 @pytest.mark.slow
 def test_parse_timeout(service, workspace_copy, tmp_path):
-    # ~1.4 GB of content that MuPDF streams through several times: tens of seconds of work
-    # that stays under the (default) memory guard, so only the time limit stops it.
-    slow = flate_bomb(tmp_path / "slow.pdf", 1_400_000_000)
-    # A 4 GiB worker share (budget raised to fit it): the 2 GiB content-stream bound is not hit.
-    svc = _service(service, parse_timeout_s=6.0, parse_memory_mb=4096, memory_budget_mb=8192)
+    # 200 pages that share one stream of 50,000 spans: each page is inside every per-page bound and
+    # takes seconds, the whole file minutes, so only the time limit stops it. (A Flate bomb here
+    # raced the stream bound: on a fast machine its size was read within the limit, and the file
+    # failed for its size instead.)
+    slow = slow_pages(tmp_path / "slow.pdf", pages=200, text_ops=50_000)
+    assert slow.stat().st_size < 2**20, "fixture check: the slow file is small"
+    svc = _service(service, parse_timeout_s=6.0)
     reason = _check_batch(svc, workspace_copy, slow, _good_pdf(tmp_path), ("longer than 6 s", "PARSE_TIMEOUT_S"))
     assert "stopped" in reason
 
