@@ -5,6 +5,7 @@ behind a cached loader; constructing an encoder is cheap.
 
 from __future__ import annotations
 
+import copy
 import ctypes
 import functools
 import hashlib
@@ -317,10 +318,28 @@ def _load_wordllama(dim: int):
     return WordLlama.load(dim=dim, disable_download=True, cache_dir=os.path.dirname(wordllama.__file__))
 
 
+@functools.lru_cache(maxsize=2)
+def _unpadded_tokenizer(dim: int):
+    """WordLlama's tokenizer without its padding: ids of each text at their own length."""
+    tok = copy.deepcopy(_load_wordllama(dim).tokenizer)  # WordLlama's own keeps its padding
+    tok.no_padding()
+    tok.no_truncation()
+    return tok
+
+
 class WordLlamaEncoder:
     """Static word embeddings (WordLlama, weights shipped in the PyPI package): thousands of
     texts per second on a CPU. Used for the subcomponent layer (sentences, rows, image regions),
-    the largest layer by far, where transformer encoding dominated ingest time."""
+    the largest layer by far, where transformer encoding dominated ingest time.
+
+    Pooled here, not with WordLlama.embed: embed pads a batch of 64 texts to its longest and
+    gathers (64, longest, dim) floats twice over, so one run-on "sentence" of 100,000 tokens (a page
+    of words with no stop) took 2.5 GB. Here texts are batched by length so a batch holds at most
+    TOKEN_BLOCK token rows, and a longer text is summed TOKEN_BLOCK rows at a time: memory stays
+    tens of MB whatever the lengths. A batch is summed as embed sums it (row by row in float32),
+    so every text under TOKEN_BLOCK tokens gets embed's vector bit for bit (test_encoders checks)."""
+
+    TOKEN_BLOCK = 1 << 16  # token rows gathered at once: 64 MB at 256 dims
 
     def __init__(self, dim: int = 256) -> None:
         self._dim = dim
@@ -332,10 +351,38 @@ class WordLlamaEncoder:
         return self._dim
 
     def encode(self, texts: list[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self._dim), dtype=np.float32)
         if not texts:
-            return np.zeros((0, self._dim), dtype=np.float32)
-        vecs = _load_wordllama(self._dim).embed(texts, norm=True)
-        return np.asarray(vecs, dtype=np.float32)
+            return out
+        table = _load_wordllama(self._dim).embedding
+        ids = [np.clip(np.asarray(e.ids, dtype=np.int64), 0, table.shape[0] - 1)
+               for e in _unpadded_tokenizer(self._dim).encode_batch(texts, add_special_tokens=False)]
+        lengths = np.array([len(x) for x in ids], dtype=np.int64)
+        order = [int(i) for i in np.argsort(lengths, kind="stable") if lengths[i] > 0]
+        at = 0
+        while at < len(order):
+            longest = int(lengths[order[at]])
+            if longest > self.TOKEN_BLOCK:  # sorted: every text from here on is this long or longer
+                for i in order[at:]:
+                    for start in range(0, len(ids[i]), self.TOKEN_BLOCK):
+                        out[i] += table[ids[i][start : start + self.TOKEN_BLOCK]].sum(axis=0, dtype=np.float32)
+                break
+            end = at + 1
+            while end < len(order) and (end - at + 1) * lengths[order[end]] <= self.TOKEN_BLOCK:
+                end += 1
+            batch = order[at:end]
+            width = int(lengths[batch[-1]])
+            valid = np.arange(width) < lengths[batch][:, None]
+            padded = np.zeros((len(batch), width), dtype=np.int64)
+            padded[valid] = np.concatenate([ids[i] for i in batch])  # row-major: each text's ids in its row
+            rows = table[padded]
+            rows[~valid] = 0.0
+            out[batch] = rows.sum(axis=1, dtype=np.float32)
+            at = end
+        out /= np.maximum(lengths, 1).astype(np.float32)[:, None]
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        np.divide(out, norms, out=out, where=norms > 0)  # an empty text keeps a zero vector
+        return out
 
     def count_tokens(self, text: str) -> int:
         return len(text.split())
