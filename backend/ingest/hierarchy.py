@@ -17,9 +17,34 @@ from backend.ingest.layout import LayoutBlock
 from backend.types import FURNITURE_KINDS as FURNITURE
 from backend.types import BlockKind, Section
 
-TOC_LINE_RE = re.compile(r"^(?P<title>.*?\w.*?)\s*(?:\.{2,}|…+|\s{2,}|\s)\s*(?P<page>\d{1,4}|[ivxlc]{1,5})$", re.IGNORECASE)
+# A TOC entry: a title, a separator (a dot leader, an ellipsis or a space) and a page number at the
+# end. The pattern `^(.*?\w.*?)\s*(?:\.{2,}|…+|\s{2,}|\s)\s*(\d{1,4}|[ivxlc]{1,5})$` is O(n^2) on a
+# line of n characters (260 ms at 2,000, and a dense page's lines are longer), so its tail is
+# matched on the reversed line, in one anchored pass: the greedy tail is the lazy title's rest.
+_TOC_TAIL_REVERSED_RE = re.compile(r"\n?(?:[ivxlc]{1,5}|\d{1,4})\s*(?:\.{2,}|…+|\s)\s*", re.IGNORECASE)
+_WORD_RE = re.compile(r"\w")
+
+
+def leader_start(line: str) -> int | None:
+    """Where the dot leader (four dots or more, or an ellipsis) ending the line starts, or None."""
+    rev = line[::-1]
+    longest = max((m.end() for m in (r.match(rev) for r in _LEADER_REVERSED_RES) if m), default=0)
+    return len(line) - longest if longest else None
+
+
+def toc_entry_title(line: str) -> str | None:
+    """The title of a TOC entry line ("Porting..... 12" -> "Porting"), or None."""
+    tail = _TOC_TAIL_REVERSED_RE.match(line[::-1])
+    if tail is None:
+        return None
+    title = line[: len(line) - tail.end()]
+    return title if "\n" not in title and _WORD_RE.search(title) else None
+
+
 TOC_NUMBER_LINE_RE = re.compile(r"(?:\d{1,4}|[A-Z])(?:\.\d{1,3})*\.?|[ivxlc]{1,6}")
-LEADER_RE = re.compile(r"(?:\s*\.){4,}\s*$|\s*…+\s*$")  # a dot leader ending a TOC line
+# A dot leader ending a TOC line: `(?:\s*\.){4,}\s*$|\s*…+\s*$`, searched. Searching that is
+# O(n^2) over a run of n spaces, so both are matched on the reversed line (leader_start).
+_LEADER_REVERSED_RES = (re.compile(r"\s*(?:\.\s*){4,}"), re.compile(r"\s*…+\s*"))
 # A title, a dot leader and a page number: "ASN.1 structure handling . . . . 3", "Porting.....12".
 LEADER_ENTRY_RE = re.compile(r"\w.*?(?:\s?\.){3,}\s*(?:\d{1,4}|[ivxlc]{1,6})\s*$|\w.*?…+\s*\d{1,4}\s*$", re.IGNORECASE)
 # A back-of-book index entry: a term, then page numbers after a comma or a dot leader ("trees, 4, 12-14").
@@ -76,21 +101,21 @@ def _toc_pages(blocks: list[LayoutBlock]) -> tuple[set[int], list[str]]:
     for page, lines in by_page.items():
         if page > 12:
             continue
-        hits = [m.group("title").strip(" .") for m in (TOC_LINE_RE.match(t) for t in lines) if m]
+        hits = [title.strip(" .") for title in map(toc_entry_title, lines) if title is not None]
         has_word = any("contents" in t.lower() for t in lines[:10])
         number_lines = sum(1 for t in lines if re.fullmatch(r"\d{1,4}", t.strip()))
         # Entry numbers and page numbers set on lines of their own ("5" / "Managing Packages" /
         # "29") say nothing either way; without this a TOC page that does not repeat the word
         # "Contents" falls under the half-of-the-lines bar and its entries become headings.
         worded = sum(1 for t in lines if not TOC_NUMBER_LINE_RE.fullmatch(t.strip()))
-        leaders = [t for t in lines if LEADER_RE.search(t)]
+        leaders = [t for t in lines if leader_start(t) is not None]
         if len(hits) >= 6 and (has_word or len(hits) >= 0.5 * worded):
             pages.add(page)
             entries.extend(h for h in hits if len(h) > 2)
         elif len(leaders) >= 6 and len(leaders) >= 0.25 * worded:
             # Entry number, title + dot leader and page number on lines of their own (LaTeX).
             pages.add(page)
-            entries.extend(e for e in (LEADER_RE.sub("", t).strip() for t in lines) if len(e) > 2 and not TOC_NUMBER_LINE_RE.fullmatch(e))
+            entries.extend(e for e in (t[: leader_start(t)].strip() for t in lines) if len(e) > 2 and not TOC_NUMBER_LINE_RE.fullmatch(e))
         elif has_word and number_lines >= 5:
             # Titles and page numbers on separate lines.
             pages.add(page)
@@ -126,16 +151,16 @@ def _index_pages(blocks: list[LayoutBlock]) -> set[int]:
 def _is_toc_block(b: LayoutBlock, on_toc_page: bool) -> bool:
     """A block of table-of-contents lines: most of its lines are entries with a dot leader and a
     page number (or entry numbers on lines of their own). On a detected TOC page any leader
-    line, a short block ("Contents", "Appendix A") or one TOC_LINE_RE entry per line counts too."""
+    line, a short block ("Contents", "Appendix A") or one TOC entry (toc_entry_title) per line counts too."""
     lines = [ln.text.strip() for ln in b.lines] or [b.text.strip()]
-    leaders = sum(1 for t in lines if LEADER_ENTRY_RE.match(t) or LEADER_RE.search(t))
+    leaders = sum(1 for t in lines if LEADER_ENTRY_RE.match(t) or leader_start(t) is not None)
     numbers = sum(1 for t in lines if TOC_NUMBER_LINE_RE.fullmatch(t))
     if leaders and leaders + numbers >= 0.6 * len(lines):
         return True
     if not on_toc_page:
         return False
     # "Appendix A" / "Copying Information . . . 24": a label line above its entry.
-    entries = sum(1 for t in lines if TOC_LINE_RE.match(t))
+    entries = sum(1 for t in lines if toc_entry_title(t) is not None)
     return leaders > 0 or len(b.text.split()) <= 4 or entries + numbers >= 0.6 * len(lines)
 
 
