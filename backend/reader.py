@@ -23,7 +23,8 @@ from backend.graph.corpus import Corpus
 from backend.llm.answer import ANSWER, AnswerPayload, EvidenceUnit
 from backend.llm.base import LLMBackend
 from backend.llm.rules import NOT_ENOUGH, QUESTION_WORDS, asking_subquery, content_tokens
-from backend.retrieval.mentions import QUALIFIER, title_index
+from backend.index.texts import strip_qualifier
+from backend.retrieval.mentions import title_index
 from backend.retrieval.references import named_in, question_references, reference_words
 from backend.types import Answer, Citation, DecomposeStep, EvidencePack, Trace
 
@@ -157,7 +158,7 @@ class EvidenceReader:
 
     def bridge_name(self, doc: str) -> str:
         """The name a bridge page is about: its title without a qualifier or a comma's rest."""
-        return QUALIFIER.sub("", self.corpus.documents[doc].title).partition(",")[0]
+        return strip_qualifier(self.corpus.documents[doc].title).partition(",")[0]
 
     def role_pages(self, asking: str, scored: list[EvidenceUnit], bridges: dict[str, str], titles) -> list[str]:
         """The pages one hop past the bridge pages when the asking subquery asks something of a role

@@ -23,8 +23,9 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from backend.index.texts import strip_qualifier  # "Kiss and Tell (1945 film)" is written "Kiss and Tell"
+
 WORD = re.compile(r"\w+", re.UNICODE)
-QUALIFIER = re.compile(r"\s*\([^()]*\)\s*$")
 ARTICLE = re.compile(r"^the\s+", re.I)
 MAX_TITLE_WORDS = 8  # longer titles (a paper's full title) are not written out in running text
 MIN_SINGLE_WORD_CHARS = 5  # a one-word title ("Paris", "Nokia") must be at least this long
@@ -87,7 +88,7 @@ class TitleIndex:
 def _title_forms(title: str) -> dict[tuple[str, ...], tuple[str, ...] | None]:
     """The title's forms -> the qualifier a form needs written beside it (None: none)."""
     forms: dict[tuple[str, ...], tuple[str, ...] | None] = {}
-    bare = QUALIFIER.sub("", title)
+    bare = strip_qualifier(title)
     name, _, qualifier = bare.partition(",")
     candidates = [(title, None), (bare, None), (name, tuple(w.lower() for w in WORD.findall(qualifier)) or None)]
     if ARTICLE.match(bare):  # running text writes "the Beatles" for "The Beatles"

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from backend.index.texts import index_text, names_title
+import re
+
+import pytest
+
+from backend.index.texts import index_text, names_title, strip_qualifier
 from backend.types import Document, Layer, Node, NodeKind, Section
 
 
@@ -37,3 +41,15 @@ def test_a_title_is_written_whole_without_its_qualifier_or_before_its_comma():
     assert names_title("It lies in Summerlin, Clark County.", "Summerlin, Nevada")
     assert not names_title("Summerlinx is no town.", "Summerlin, Nevada")
     assert not names_title("( ; May 19, 1941) was an American writer.", "Nora Ephron")
+
+
+# The pattern strip_qualifier replaced (substituting it was O(n^2) on a run of spaces in a title).
+_QUALIFIER_PATTERN = re.compile(r"\s*\([^()]*\)\s*$")
+
+
+@pytest.mark.parametrize("title", [
+    "Kiss and Tell (1945 film)", "Kiss and Tell", "Summerlin, Nevada", "A (b) c", "A (b (c))", "(only)", "A ()",
+    "Trailing (x)  \n", "A (b)(c)", "", "  (x)", "No (close", "No close)", "x" + " " * 40_000 + "y",
+])
+def test_strip_qualifier_agrees_with_the_pattern_it_replaced(title):
+    assert strip_qualifier(title) == _QUALIFIER_PATTERN.sub("", title)

@@ -29,7 +29,7 @@ import re
 from typing import Any
 
 from backend.llm.text import QUESTION_WORDS, content_tokens
-from backend.retrieval.mentions import QUALIFIER  # "Kiss and Tell (1945 film)" is written "Kiss and Tell"
+from backend.index.texts import strip_qualifier  # "Kiss and Tell (1945 film)" is written "Kiss and Tell"
 
 MAX_EXPANSION_TERMS = 3
 # Capitalised runs, allowing lower-case particles inside names ("University of Kansas",
@@ -104,7 +104,7 @@ def bridge_terms(facts: list[dict[str, Any]], question: str, exclude: list[str] 
     spelled: dict[str, str] = {}
     paged: set[str] = set()
     for rank, fact in enumerate(facts):
-        pages = [QUALIFIER.sub("", page).strip() for page in fact.get("pages", [])]
+        pages = [strip_qualifier(page).strip() for page in fact.get("pages", [])]
         for term in [*pages, *candidate_terms(fact.get("text", ""))]:
             tokens = _tokens(term)
             if not tokens or tokens <= known:
