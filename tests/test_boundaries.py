@@ -102,13 +102,14 @@ def test_readme_lists_every_setting():
 RETRIEVAL_DIR = BACKEND_DIR / "retrieval"
 # What a strategy may import from the backend: the retrieval base, scoring and other strategies
 # (backend.retrieval.*), the data model, the LLM protocol and task modules, and the read APIs of
-# the graph and the indexes. Never the service, ingest, evaluation, packing, reader, the store
+# the graph and the indexes, with index.texts (pure functions: the text a unit is indexed by, the
+# ways a title is written). Never the service, ingest, evaluation, packing, reader, the store
 # (a writer) or the settings (parameter defaults are resolved by the retrieval base).
 STRATEGY_ALLOWED = (
     "backend.retrieval", "backend.types",
     "backend.llm.base", "backend.llm.task", "backend.llm.text",
     "backend.graph.corpus", "backend.graph.entities",
-    "backend.index.encoders", "backend.index.image", "backend.index.lexical", "backend.index.vector",
+    "backend.index.encoders", "backend.index.image", "backend.index.lexical", "backend.index.texts", "backend.index.vector",
 )
 # The shared modules of backend/retrieval/ themselves (they build what strategies use).
 RETRIEVAL_SHARED = {"base.py", "scoring.py", "__init__.py"}
