@@ -337,7 +337,7 @@ class WordLlamaEncoder:
     of words with no stop) took 2.5 GB. Here texts are batched by length so a batch holds at most
     TOKEN_BLOCK token rows, and a longer text is summed TOKEN_BLOCK rows at a time: memory stays
     tens of MB whatever the lengths. A batch is summed as embed sums it (row by row in float32),
-    so every text under TOKEN_BLOCK tokens gets embed's vector bit for bit (test_encoders checks)."""
+    so every text under TOKEN_BLOCK tokens gets embed's vector bit for bit (tests/index/test_wordllama_encoder.py checks)."""
 
     TOKEN_BLOCK = 1 << 16  # token rows gathered at once: 64 MB at 256 dims
 

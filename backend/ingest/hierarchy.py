@@ -23,6 +23,16 @@ from backend.types import BlockKind, Section
 # matched on the reversed line, in one anchored pass: the greedy tail is the lazy title's rest.
 _TOC_TAIL_REVERSED_RE = re.compile(r"\n?(?:[ivxlc]{1,5}|\d{1,4})\s*(?:\.{2,}|…+|\s)\s*", re.IGNORECASE)
 _WORD_RE = re.compile(r"\w")
+TOC_NUMBER_LINE_RE = re.compile(r"(?:\d{1,4}|[A-Z])(?:\.\d{1,3})*\.?|[ivxlc]{1,6}")
+# A dot leader ending a TOC line: `(?:\s*\.){4,}\s*$|\s*…+\s*$`, searched. Searching that is
+# O(n^2) over a run of n spaces, so both are matched on the reversed line (leader_start).
+_LEADER_REVERSED_RES = (re.compile(r"\s*(?:\.\s*){4,}"), re.compile(r"\s*…+\s*"))
+# A title, a dot leader and a page number: "ASN.1 structure handling . . . . 3", "Porting.....12".
+LEADER_ENTRY_RE = re.compile(r"\w.*?(?:\s?\.){3,}\s*(?:\d{1,4}|[ivxlc]{1,6})\s*$|\w.*?…+\s*\d{1,4}\s*$", re.IGNORECASE)
+# A back-of-book index entry: a term, then page numbers after a comma or a dot leader ("trees, 4, 12-14").
+INDEX_ENTRY_RE = re.compile(r"^\S.*?(?:,|(?:\s?\.){3,})\s*\d{1,4}(?:[-–]\d{1,4})?(?:,\s*\d{1,4}(?:[-–]\d{1,4})?)*\s*$")
+INDEX_TITLE_RE = re.compile(r"^(?:[\w ,&/-]{0,40} )?index(?:es)?$", re.IGNORECASE)  # "Index", "Concept Index"
+JUNK_TITLES = re.compile(r"^(untitled|microsoft word|document\d*|slide \d+|none)\b", re.IGNORECASE)
 
 
 def leader_start(line: str) -> int | None:
@@ -39,18 +49,6 @@ def toc_entry_title(line: str) -> str | None:
         return None
     title = line[: len(line) - tail.end()]
     return title if "\n" not in title and _WORD_RE.search(title) else None
-
-
-TOC_NUMBER_LINE_RE = re.compile(r"(?:\d{1,4}|[A-Z])(?:\.\d{1,3})*\.?|[ivxlc]{1,6}")
-# A dot leader ending a TOC line: `(?:\s*\.){4,}\s*$|\s*…+\s*$`, searched. Searching that is
-# O(n^2) over a run of n spaces, so both are matched on the reversed line (leader_start).
-_LEADER_REVERSED_RES = (re.compile(r"\s*(?:\.\s*){4,}"), re.compile(r"\s*…+\s*"))
-# A title, a dot leader and a page number: "ASN.1 structure handling . . . . 3", "Porting.....12".
-LEADER_ENTRY_RE = re.compile(r"\w.*?(?:\s?\.){3,}\s*(?:\d{1,4}|[ivxlc]{1,6})\s*$|\w.*?…+\s*\d{1,4}\s*$", re.IGNORECASE)
-# A back-of-book index entry: a term, then page numbers after a comma or a dot leader ("trees, 4, 12-14").
-INDEX_ENTRY_RE = re.compile(r"^\S.*?(?:,|(?:\s?\.){3,})\s*\d{1,4}(?:[-–]\d{1,4})?(?:,\s*\d{1,4}(?:[-–]\d{1,4})?)*\s*$")
-INDEX_TITLE_RE = re.compile(r"^(?:[\w ,&/-]{0,40} )?index(?:es)?$", re.IGNORECASE)  # "Index", "Concept Index"
-JUNK_TITLES = re.compile(r"^(untitled|microsoft word|document\d*|slide \d+|none)\b", re.IGNORECASE)
 
 
 def _norm(text: str) -> str:

@@ -248,6 +248,7 @@ def join_lines(lines: list[Line]) -> tuple[str, list[tuple[int, int, BBox]]]:
     spans: list[tuple[int, int, BBox]] = []
     for ln in lines:
         last = parts[-1] if parts else ""
+        # The character before the hyphen may end the part before ("-" read as a line of its own).
         if last.endswith("-") and size > 1 and (last[-2:-1] or parts[-2][-1:]).isalpha() and ln.text[:1].islower():
             parts[-1] = last[:-1]
             size -= 1
