@@ -24,26 +24,10 @@ sys.path.insert(0, str(REPO_ROOT))
 from backend.config import Settings  # noqa: E402
 from backend.retrieval.base import method_names  # noqa: E402
 from backend.service import Service  # noqa: E402
+from tests.fixtures.sample_questions import SAMPLE_QUESTIONS  # noqa: E402
 
 log = logging.getLogger("golden")
 
-SAMPLE_QUESTIONS = (
-    "How many street trees were planted in 2021?",
-    "What was the tree canopy cover in 2023?",
-    "Who led the Cool Streets Programme?",
-    "When did the programme start?",
-    "Which method was used to map land surface temperature?",
-    "What is the cooling effect of shade trees on surface temperature?",
-    "Which neighbourhoods had the highest heat exposure?",
-    "How was canopy cover measured from satellite images?",
-    "What does Table 2 show?",
-    "What are the main lessons for other cities?",
-    "Is the canopy target for 2030 reachable?",
-    "What was the total budget of the programme?",
-    "What does the figure on heat and canopy show?",
-    "Which Landsat scenes were used?",
-    "What recommendations does the policy brief make?",
-)
 DEFAULT_TATQA = Path("/work/shared/bench/dev-tatqa-pdf")
 
 

@@ -19,7 +19,7 @@ Each replica is written with WorkspaceStore.add_document (the PDF copied like a 
 and the first query loads the corpus the real way (Corpus.load builds and saves the FAISS and
 BM25 indexes). Workspaces are kept under --root and reused when their page count matches.
 
-Queries: the golden sample questions (bench/golden_retrieval.py), offline rules backend, each
+Queries: the sample questions (tests/fixtures/sample_questions.py), offline rules backend, each
 method's retriever called directly (no reader), top_k 10, one warm-up call per method, the
 encoders' question cache emptied before every timed question (each is encoded as new). Each
 method runs both ways in the same process on the same loaded corpus, question by question
@@ -316,7 +316,7 @@ def main() -> None:
     ap.add_argument("--build-only", action="store_true")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
-    from bench.golden_retrieval import SAMPLE_QUESTIONS
+    from tests.fixtures.sample_questions import SAMPLE_QUESTIONS
     from backend.service import Service
 
     report: list[str] = []

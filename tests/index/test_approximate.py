@@ -16,7 +16,7 @@ from backend.retrieval import scoring
 from backend.retrieval.scoring import QueryScores, top_rows
 from backend.service import Service
 from backend.types import Trace
-from bench.golden_retrieval import SAMPLE_QUESTIONS
+from tests.fixtures.sample_questions import SAMPLE_QUESTIONS
 
 METHODS = ("bm25", "dense", "hybrid", "hikey", "lilac", "fif", "mirag", "mmgraph", "strata")
 

@@ -13,7 +13,7 @@ import pytest
 
 from backend.graph.store import WorkspaceStore
 from backend.service import Service
-from bench.hostile import flate_bomb, raw_pdf, slow_pages  # the bench's generators, shared by the tests and the bench
+from tests.fixtures.hostile_pdfs import flate_bomb, raw_pdf, slow_pages
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SAMPLE_DIR = REPO_ROOT / "sample_corpus"

@@ -22,7 +22,7 @@ import pytest
 
 from backend.config import IngestSettings
 from backend.ingest.parser import parse_pdf
-from bench.common import MANUALS, DebianManual, ManualUnavailable, fetch_manual, parsed_headings, score_headings, write_copy
+from tests.fixtures.debian_manuals import MANUALS, DebianManual, ManualUnavailable, fetch_manual, parsed_headings, score_headings, write_copy
 
 pytestmark = pytest.mark.slow
 

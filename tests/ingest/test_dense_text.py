@@ -15,7 +15,7 @@ from backend.ingest.extract import Line
 from backend.ingest.hierarchy import leader_start, toc_entry_title
 from backend.ingest.layout import _reads_as_prose, join_lines
 from backend.ingest.parser import parse_pdf
-from bench.hostile import slow_pages
+from tests.fixtures.hostile_pdfs import slow_pages
 
 # The patterns the checks replaced, as the references for what they mean.
 PROSE_RE = re.compile(r"(?:\S+\s+){5,}\S*[.!?]\s*$")

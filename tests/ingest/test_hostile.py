@@ -20,7 +20,7 @@ from backend.graph.store import WorkspaceStore
 from backend.ingest import parser as parser_mod
 from backend.ingest.extract import PageBounds, PageCoster
 from backend.ingest.parser import parse_pdf
-from bench import hostile
+from tests.fixtures import hostile_pdfs as hostile
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SAMPLE_PDFS = sorted((REPO_ROOT / "sample_corpus").glob("*.pdf"))

@@ -40,7 +40,7 @@ def test_page_mix_never_runs_a_page_the_parser_would_bound(tmp_path, monkeypatch
     """page_mix runs in the server (the estimate) and the ingest parent, outside the parse
     worker's limits: an XObject fan-out page (10^7 form draws) used to be run by get_text there
     (280 s, 13 GiB). It is sorted by its counts alone; an ordinary page is still looked at."""
-    from bench import hostile
+    from tests.fixtures import hostile_pdfs as hostile
 
     bomb = hostile.fanout_bomb(tmp_path / "fanout.pdf", levels=7)
     ran: list[int] = []

@@ -14,7 +14,7 @@ from backend.config import IngestSettings
 from backend.errors import BadPdfError
 from backend.ingest import worker as worker_mod
 from backend.ingest.worker import ParseWorker, worker_share_mb
-from bench import hostile
+from tests.fixtures import hostile_pdfs as hostile
 
 
 def test_the_worker_gets_what_the_parent_leaves_of_the_budget():
