@@ -1,33 +1,44 @@
-"""bench/ is a folder of scripts, not a package: its modules are loaded by path here."""
+"""bench/ is a folder of scripts, not a package: its tests run each documented tool as a user does,
+`python bench/<tool>.py ...` in a subprocess, over small collections written here."""
 
 from __future__ import annotations
 
-import importlib.util
+import json
+import os
+import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
-SCORE_SCRIPT = Path(__file__).resolve().parents[3] / "shared" / "bench" / "score.py"
+REPO = Path(__file__).resolve().parents[2]
+SCORE_SCRIPT = REPO.parent / "shared" / "bench" / "score.py"
 
 
-def load_bench_module(name: str):
-    """bench/<name>.py as a module (bench/ goes on sys.path, as when the script runs)."""
-    if str(BENCH) not in sys.path:
-        sys.path.insert(0, str(BENCH))
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+def run_tool(name: str, *args: object, timeout_s: float = 300, **env: str) -> subprocess.CompletedProcess:
+    """`python bench/<name>.py args...` from the repository root; stdout and stderr as text."""
+    full_env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", **env}
+    return subprocess.run([sys.executable, str(REPO / "bench" / f"{name}.py"), *map(str, args)], cwd=REPO, env=full_env,
+                          capture_output=True, text=True, timeout=timeout_s)
 
 
-@pytest.fixture(scope="session")
-def split_mod():
-    return load_bench_module("split")
+def write_collection(bench: Path, name: str, ids: Iterable[str], gold=lambda i: [(f"doc-{i}.pdf", 1)], **extra) -> Path:
+    """A collection folder in score.py's format: one answerable question per id, gold pages from `gold`."""
+    folder = bench / name
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = [{"id": i, "question": f"question {i}?", "answers": ["x"], "answer_format": "str", "unanswerable": False,
+             "gold": [{"doc": d, "page": p, "bbox": None, "text": None} for d, p in gold(i)], "modality": "text",
+             "hops": 1, "source": "t", "meta": {}, **extra} for i in ids]
+    (folder / "questions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return folder
+
+
+def halves(bench: Path, name: str, out: Path) -> dict[str, list[str]]:
+    """The tune and check ids of one collection, as `bench/split.py --out` writes them."""
+    done = run_tool("split", "--bench", bench, "--collections", name, "--out", out)
+    assert done.returncode == 0, done.stderr
+    return {half: (out / f"{name}.{half}.ids").read_text().split() for half in ("tune", "check")}
 
 
 @pytest.fixture(scope="session")
@@ -35,18 +46,3 @@ def score_script() -> Path:
     if not SCORE_SCRIPT.is_file():
         pytest.skip(f"no score.py at {SCORE_SCRIPT} (the shared bench folder is not here)")
     return SCORE_SCRIPT
-
-
-@pytest.fixture(scope="session")
-def page_baselines_mod():
-    return load_bench_module("page_baselines")
-
-
-@pytest.fixture(scope="session")
-def diagnose_mod():
-    return load_bench_module("diagnose")
-
-
-@pytest.fixture(scope="session")
-def phrasing_probe_mod():
-    return load_bench_module("phrasing_probe")

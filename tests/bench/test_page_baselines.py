@@ -1,5 +1,6 @@
-"""bench/page_baselines.py on a two-PDF corpus made here: score.py-format predictions per half,
-ranked by the real MiniLM (page-dense) and bm25s (page-bm25)."""
+"""bench/page_baselines.py on a two-PDF corpus made here, run as a user runs it: score.py-format
+predictions per half, ranked by the real MiniLM (page-dense) and bm25s (page-bm25), and a page cache
+that a second run reads instead of encoding again."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import json
 
 import pymupdf
 import pytest
+
+from tests.bench.conftest import run_tool
 
 PAGES = {
     "Zorblax_Quintet.pdf": ["Zorblax Quintet is a jazz ensemble formed in Oslo by five cellists in 1987.",
@@ -41,71 +44,29 @@ def toy_bench(tmp_path):
     return tmp_path / "bench"
 
 
-def test_pages_carry_the_title(toy_bench, page_baselines_mod):
-    pb = page_baselines_mod
-    pages = pb.read_pages(toy_bench / "toy" / "corpus")
-    assert [(p.doc, p.page) for p in pages] == [("Marigold_Lighthouse.pdf", 1), ("Zorblax_Quintet.pdf", 1), ("Zorblax_Quintet.pdf", 2)]
-    assert pages[0].text.startswith("The Marigold Light\nMarigold Lighthouse stands")
-    assert pages[2].text.startswith("Zorblax Quintet\nThe band released")  # file name as the title, '_' as spaces
-
-
-def test_predictions_per_half_in_score_format(toy_bench, tmp_path, score_script, page_baselines_mod, split_mod):
-    pb, split = page_baselines_mod, split_mod
+def test_pages_carry_the_title_and_predictions_come_per_half(toy_bench, tmp_path, score_script):
+    (toy_bench / "score.py").write_bytes(score_script.read_bytes())
     cache = tmp_path / "cache"
-    assert pb.main(["--bench", str(toy_bench), "--collections", "toy", "--cache", str(cache)]) == 0
-    score = split.score_module(score_script)
-    for half in ("tune", "check"):
-        want = {i for i, *_ in QUESTIONS if split.split_of(i) == half}
-        assert want
+    done = run_tool("page_baselines", "--bench", toy_bench, "--collections", "toy", "--cache", cache)
+    assert done.returncode == 0, done.stderr
+    pages = [json.loads(x) for x in (cache / "pages" / "toy" / "pages.jsonl").read_text().splitlines()]
+    assert [(p["doc"], p["page"]) for p in pages] == [("Marigold_Lighthouse.pdf", 1), ("Zorblax_Quintet.pdf", 1), ("Zorblax_Quintet.pdf", 2)]
+    assert pages[0]["text"].startswith("The Marigold Light\nMarigold Lighthouse stands")
+    assert pages[2]["text"].startswith("Zorblax Quintet\nThe band released")  # file name as the title, '_' as spaces
+    halves = {"tune": {"q-1", "q-3"}, "check": {"q-0", "q-2"}}  # bench/split.py's rule (tests/bench/test_split.py)
+    for half, want in halves.items():
         for method in ("page-dense", "page-bm25"):
-            path = cache / "preds" / f"toy.{method}.{half}.jsonl"
-            rows = [json.loads(line) for line in path.read_text().splitlines()]
+            rows = [json.loads(line) for line in (cache / "preds" / f"toy.{method}.{half}.jsonl").read_text().splitlines()]
             assert {r["id"] for r in rows} == want
             for r in rows:
                 assert r["answer"] is None and 1 <= len(r["results"]) <= 3
                 assert all(set(x) >= {"doc", "page", "text", "bbox"} and isinstance(x["page"], int) for x in r["results"])
-            preds = score.load_predictions(str(path))[0]
-            assert set(preds) == want
-            report, _ = split.score_half(path, half, ["toy"], toy_bench, score_script)
-            assert report["overall"]["missing"] == 0
-            assert report["overall"]["retrieval"]["R@1"] == 1.0, (method, half, rows)
-    # The vectors were cached, keyed by the texts and the model: a second run encodes nothing.
-    encoder = pb.MiniLM()
-    pages = pb.load_pages(toy_bench / "toy", cache / "pages" / "toy")
-    _, seconds = pb.page_vectors(pages, encoder, cache / "pages" / "toy")
-    assert seconds == 0.0 and encoder._model is None
-
-
-class _CountingEncoder:
-    """Deterministic stand-in for MiniLM that records how many texts each call encodes."""
-
-    path = "counting-encoder"
-
-    def __init__(self, fail_after: int | None = None) -> None:
-        self.calls: list[int] = []
-        self.fail_after = fail_after
-
-    def encode(self, texts):
-        import numpy as np
-
-        if self.fail_after is not None and len(self.calls) >= self.fail_after:
-            raise KeyboardInterrupt("stopped by the time limit")
-        self.calls.append(len(texts))
-        return np.array([[len(t), t.count("a")] for t in texts], dtype=np.float32)
-
-
-def test_page_vectors_resume_after_a_stopped_run(page_baselines_mod, tmp_path, monkeypatch):
-    pb = page_baselines_mod
-    monkeypatch.setattr(pb, "ENCODE_CHUNK", 4)
-    pages = [pb.Page("a.pdf", i + 1, "a" * (i + 1)) for i in range(10)]
-    with pytest.raises(KeyboardInterrupt):
-        pb.page_vectors(pages, _CountingEncoder(fail_after=2), tmp_path)
-    resumed = _CountingEncoder()
-    vecs, _ = pb.page_vectors(pages, resumed, tmp_path)
-    assert resumed.calls == [2]  # only the last chunk was left
-    assert vecs[:, 0].tolist() == [float(i + 1) for i in range(10)]
-    again = _CountingEncoder()
-    assert pb.page_vectors(pages, again, tmp_path)[0].shape == (10, 2) and again.calls == []
-    changed = _CountingEncoder()
-    pb.page_vectors(pages[:9], changed, tmp_path)  # other texts: the cache does not apply
-    assert sum(changed.calls) == 9
+                gold = next((d, pg) for i, _, d, pg in QUESTIONS if i == r["id"])
+                assert (r["results"][0]["doc"], r["results"][0]["page"]) == gold, (method, r)
+    table = [line for line in done.stdout.splitlines() if line.startswith("| toy |")]
+    assert len(table) == 4 and all(line.split("|")[5].strip() == "1.000" for line in table)  # R@1 on every half and method
+    # The vectors were cached, keyed by the texts and the model: a second run reads them.
+    stamp = (cache / "pages" / "toy" / "vectors.npy").stat().st_mtime_ns
+    again = run_tool("page_baselines", "--bench", toy_bench, "--collections", "toy", "--cache", cache)
+    assert again.returncode == 0, again.stderr
+    assert (cache / "pages" / "toy" / "vectors.npy").stat().st_mtime_ns == stamp

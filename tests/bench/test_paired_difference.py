@@ -1,38 +1,18 @@
-"""bench/paired_difference.py: per-question differences scored by score.py itself, a seeded
-paired bootstrap, and the means it reports equal to score.py's over the same half."""
+"""bench/paired_difference.py: per-question differences scored by score.py itself, a seeded paired
+bootstrap, and a table whose means are score.py's over the same half."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-import pytest
-
-from tests.bench.conftest import load_bench_module
-
-
-@pytest.fixture(scope="module")
-def pd_mod():
-    return load_bench_module("paired_difference")
-
-
-def _bench(root: Path, name: str, n: int) -> tuple[Path, list[str]]:
-    """A collection of n one-page questions (q-i asks for page 1 of doc-q-i.pdf), one unanswerable."""
-    folder = root / name
-    folder.mkdir(parents=True)
-    ids = [f"q-{i}" for i in range(n)]
-    rows = [{"id": i, "question": f"question {i}?", "answers": ["x"], "answer_format": "str", "unanswerable": False,
-             "gold": [{"doc": f"doc-{i}.pdf", "page": 1, "bbox": None, "text": None}], "modality": "text", "hops": 1,
-             "source": "t", "meta": {}} for i in ids]
-    rows.append({**rows[0], "id": "q-none", "unanswerable": True})  # score.py scores no retrieval for it
-    (folder / "questions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return root, ids
+from tests.bench.conftest import halves, run_tool, write_collection
 
 
 def _predictions(path: Path, ids: list[str], rank_of: dict[str, int | None]) -> None:
     """Each question's gold page at rank_of[id] (1-based; None: not retrieved), fillers elsewhere."""
     lines = []
-    for i in ids + ["q-none"]:
+    for i in ids:
         results = [{"doc": f"filler-{j}.pdf", "page": 1} for j in range(10)]
         rank = rank_of.get(i)
         if rank is not None:
@@ -41,56 +21,47 @@ def _predictions(path: Path, ids: list[str], rank_of: dict[str, int | None]) -> 
     path.write_text("\n".join(lines) + "\n")
 
 
-def test_means_are_score_py_s_and_wins_are_counted(pd_mod, split_mod, score_script, tmp_path):
-    bench, ids = _bench(tmp_path / "bench", "toy", 40)
-    check = [i for i in ids if split_mod.split_of(i) == "check"]
-    assert len(check) >= 10
-    preds = tmp_path / "preds"
-    preds.mkdir()
-    # A finds every check question at rank 1..3; B misses the first four of them and finds the rest at rank 8.
-    _predictions(preds / "toy.a.jsonl", ids, {i: 1 + k % 3 for k, i in enumerate(ids)})
-    _predictions(preds / "toy.b.jsonl", ids, {i: (None if i in check[:4] else 8) for i in ids})
-    out = pd_mod.compare(preds, "a", "b", ["toy", "absent"], "check", "R@5", bench, score_script, resamples=2000)
-    assert list(out) == ["toy"]  # a collection without predictions is left out
-    r = out["toy"]
-    assert r.n == len(check)
-    for method, mean in (("a", r.mean_a), ("b", r.mean_b)):
-        report, _ = split_mod.score_half(preds / f"toy.{method}.jsonl", "check", ["toy"], bench, score_script)
-        assert mean == pytest.approx(report["overall"]["retrieval"]["R@5"])
-    assert (r.mean_a, r.mean_b) == (1.0, 0.0)  # rank 8 is outside R@5
-    assert r.diff == 1.0 and (r.a_better, r.b_better) == (len(check), 0)
-    assert r.low == r.high == 1.0 and r.below == 0.0
-    at10 = pd_mod.compare(preds, "a", "b", ["toy"], "check", "R@10", bench, score_script, resamples=2000)["toy"]
-    assert at10.mean_b == pytest.approx((len(check) - 4) / len(check))
-    assert at10.b_better == 0 and at10.a_better == 4
-    assert at10.low <= at10.diff <= at10.high and at10.low > 0
+def _rows(stdout: str) -> list[list[str]]:
+    return [[c.strip() for c in line.strip("|").split("|")] for line in stdout.splitlines() if line.startswith("| toy")]
 
 
-def test_bootstrap_is_seeded_symmetric_and_covers_noise(pd_mod):
-    # 100 questions: A wins 6, B wins 5, the rest tie; a one-question gap is noise.
-    a = {f"q{i}": 1.0 if i < 6 else (0.0 if i < 11 else 0.5) for i in range(100)}
-    b = {f"q{i}": 0.0 if i < 6 else (1.0 if i < 11 else 0.5) for i in range(100)}
-    one = pd_mod.paired(a, b, resamples=4000)
-    assert one == pd_mod.paired(a, b, resamples=4000)  # same seed, same figures
-    assert one.diff == pytest.approx(0.01) and (one.a_better, one.b_better) == (6, 5)
-    assert one.low < 0 < one.high and 0.2 < one.below < 0.8
-    swapped = pd_mod.paired(b, a, resamples=4000)
-    assert swapped.diff == pytest.approx(-one.diff) and (swapped.a_better, swapped.b_better) == (5, 6)
-    with pytest.raises(ValueError):
-        pd_mod.paired({"x": 1.0}, {"y": 1.0})
-
-
-def test_main_prints_the_table_with_the_margin_and_fails_without_predictions(pd_mod, score_script, tmp_path, capsys):
-    bench, ids = _bench(tmp_path / "bench", "toy", 30)
+def _setup(tmp_path: Path, score_script: Path, n: int) -> tuple[Path, Path, list[str], list[str]]:
+    bench = tmp_path / "bench"
+    ids = [f"q-{i}" for i in range(n)]
+    write_collection(bench, "toy", ids)
     (bench / "score.py").write_bytes(score_script.read_bytes())
     preds = tmp_path / "preds"
     preds.mkdir()
+    return bench, preds, ids, halves(bench, "toy", tmp_path / "halves")["check"]
+
+
+def test_means_wins_and_interval_on_the_check_half(tmp_path, score_script):
+    bench, preds, ids, check = _setup(tmp_path, score_script, 40)
+    assert len(check) >= 10
+    # A finds every question at rank 1..3; B misses the first four check questions and finds the rest at rank 8.
+    _predictions(preds / "toy.a.jsonl", ids, {i: 1 + k % 3 for k, i in enumerate(ids)})
+    _predictions(preds / "toy.b.jsonl", ids, {i: (None if i in check[:4] else 8) for i in ids})
+    args = ("--predictions", preds, "--a", "a", "--b", "b", "--bench", bench, "--collections", "toy,absent", "--resamples", 2000)
+    done = run_tool("paired_difference", *args)
+    assert done.returncode == 0, done.stderr
+    [row] = _rows(done.stdout)  # a collection without predictions is left out
+    assert row[:9] == ["toy", "check", str(len(check)), "1.000", "0.000", "+1.000", "[+1.000, +1.000]", str(len(check)), "0"]
+    at10 = run_tool("paired_difference", *args, "--metric", "R@10")
+    [row] = _rows(at10.stdout)
+    assert row[4] == f"{(len(check) - 4) / len(check):.3f}" and row[7:9] == ["4", "0"]
+    low, high = (float(x) for x in row[6].strip("[]").split(","))
+    assert 0 < low <= float(row[5]) <= high
+    assert run_tool("paired_difference", *args, "--metric", "R@10").stdout == at10.stdout  # seeded: the same figures
+
+
+def test_the_margin_column_and_no_predictions(tmp_path, score_script):
+    bench, preds, ids, _ = _setup(tmp_path, score_script, 30)
     _predictions(preds / "toy.a.jsonl", ids, {i: 1 for i in ids})
     _predictions(preds / "toy.b.jsonl", ids, {i: 2 for i in ids})
-    assert pd_mod.main(["--predictions", str(preds), "--a", "a", "--b", "b", "--bench", str(bench),
-                        "--collections", "toy", "--margin", "0.05", "--resamples", "500"]) == 0
-    text = capsys.readouterr().out
-    assert "| toy | check |" in text and "+0.000" in text and "interval above 0.05 |" in text
-    assert text.strip().splitlines()[-1].endswith(" no |")  # equal at R@5: nothing clears the margin
-    assert pd_mod.main(["--predictions", str(preds), "--a", "a", "--b", "zzz", "--bench", str(bench),
-                        "--collections", "toy"]) == 1
+    done = run_tool("paired_difference", "--predictions", preds, "--a", "a", "--b", "b", "--bench", bench,
+                    "--collections", "toy", "--margin", "0.05", "--resamples", "500")
+    assert done.returncode == 0, done.stderr
+    assert "interval above 0.05 |" in done.stdout and "+0.000" in done.stdout
+    assert done.stdout.strip().splitlines()[-1].endswith(" no |")  # equal at R@5: nothing clears the margin
+    missing = run_tool("paired_difference", "--predictions", preds, "--a", "a", "--b", "zzz", "--bench", bench, "--collections", "toy")
+    assert missing.returncode == 1 and "No collection has predictions of both a and zzz" in missing.stderr

@@ -1,69 +1,63 @@
 """bench/phrasing_probe.py keeps to its half: a rewrite must rewrite a question of the probe's half
-and keep its gold pages, a chain names no gold page of the other half, and the shipped probes name
-only files of the collection's corpus."""
+and keep its gold pages, a chain names no gold page of the other half, and the shipped probes load
+against the collection and name only files of its corpus. Each case runs the tool with no method,
+so it only loads the probe."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
+from tests.bench.conftest import REPO, SCORE_SCRIPT, halves, run_tool, write_collection
 
-def _bench(tmp_path, split_mod):
-    """A one-collection bench folder with a tune-half and a check-half question."""
+PROBES = REPO / "bench" / "probes"
+
+
+def _bench(tmp_path: Path) -> tuple[Path, str, str]:
+    """A one-collection bench folder with a tune-half question (gold A.pdf) and a check-half one (gold Z.pdf)."""
     ids = [f"hotpot-{i}" for i in range(40)]
-    tune = next(i for i in ids if split_mod.split_of(i) == "tune")
-    check = next(i for i in ids if split_mod.split_of(i) == "check")
-    folder = tmp_path / "bench" / "dev-hotpot-pdf"
-    folder.mkdir(parents=True)
-    rows = [{"id": i, "question": f"q {i}", "gold": [{"doc": "A.pdf" if i == tune else "Z.pdf", "page": 1}]} for i in (tune, check)]
-    (folder / "questions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return folder.parent, tune, check
+    got = halves(write_collection(tmp_path / "probe_ids", "dev-hotpot-pdf", ids).parent, "dev-hotpot-pdf", tmp_path / "h")
+    tune, check = got["tune"][0], got["check"][0]
+    write_collection(tmp_path / "bench", "dev-hotpot-pdf", [tune, check], gold=lambda i: [("A.pdf" if i == tune else "Z.pdf", 1)])
+    return tmp_path / "bench", tune, check
 
 
-def _probe(tmp_path, rows):
-    path = tmp_path / "probe.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return path
+def _load(tmp_path: Path, bench: Path, rows: list[dict], half: str = "tune"):
+    probe = tmp_path / "probe.jsonl"
+    probe.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return run_tool("phrasing_probe", "--workspace", tmp_path / "no-workspace", "--bench", bench, "--probe", probe,
+                    "--half", half, "--methods", ",")
 
 
-def test_a_rewrite_of_a_tune_question_with_its_gold_loads(tmp_path, split_mod, phrasing_probe_mod):
-    bench, tune, _ = _bench(tmp_path, split_mod)
-    probe = _probe(tmp_path, [{"id": "r", "kind": "rewrite", "of": tune, "question": "Q?", "gold": ["A.pdf"]},
-                              {"id": "c", "kind": "3-page chain", "of": "", "question": "C?", "gold": ["A.pdf", "B.pdf", "C.pdf"]}])
-    rows, originals = phrasing_probe_mod.load_probe(probe, bench)
-    assert [r["id"] for r in rows] == ["r", "c"] and originals[tune]["question"] == f"q {tune}"
+def test_a_rewrite_of_a_tune_question_with_its_gold_loads(tmp_path):
+    bench, tune, _ = _bench(tmp_path)
+    done = _load(tmp_path, bench, [{"id": "r", "kind": "rewrite", "of": tune, "question": "Q?", "gold": ["A.pdf"]},
+                                   {"id": "c", "kind": "3-page chain", "of": "", "question": "C?", "gold": ["A.pdf", "B.pdf", "C.pdf"]}])
+    assert done.returncode == 0, done.stderr
+    assert "originals R@5 / All@10 (n=1)" in done.stdout and "of which 3-page (n=1)" in done.stdout
 
 
-def test_a_chain_through_a_check_half_gold_page_is_refused(tmp_path, split_mod, phrasing_probe_mod):
-    bench, _, _ = _bench(tmp_path, split_mod)  # Z.pdf is gold for the check-half question
-    fine = _probe(tmp_path, [{"id": "c", "kind": "2-page chain", "of": "", "question": "C?", "gold": ["A.pdf", "B.pdf"]}])
-    assert [r["id"] for r in phrasing_probe_mod.load_probe(fine, bench)[0]] == ["c"]
-    leaky = _probe(tmp_path, [{"id": "c", "kind": "3-page chain", "of": "", "question": "C?", "gold": ["A.pdf", "B.pdf", "Z.pdf"]}])
-    with pytest.raises(SystemExit, match="check-half"):
-        phrasing_probe_mod.load_probe(leaky, bench)
+def test_a_chain_through_a_gold_page_of_the_other_half_is_refused(tmp_path):
+    bench, _, _ = _bench(tmp_path)
+    leaky = _load(tmp_path, bench, [{"id": "c", "kind": "3-page chain", "of": "", "question": "C?", "gold": ["A.pdf", "B.pdf", "Z.pdf"]}])
+    assert leaky.returncode != 0 and "gold for check-half questions" in leaky.stderr
+    fine = _load(tmp_path, bench, [{"id": "c", "kind": "2-page chain", "of": "", "question": "C?", "gold": ["Z.pdf", "B.pdf"]}], "check")
+    assert fine.returncode == 0, fine.stderr
+    leaky = _load(tmp_path, bench, [{"id": "c", "kind": "2-page chain", "of": "", "question": "C?", "gold": ["A.pdf", "B.pdf"]}], "check")
+    assert leaky.returncode != 0 and "gold for tune-half questions" in leaky.stderr
 
 
-@pytest.mark.parametrize("which, gold", [("check", ["A.pdf"]), ("tune", ["B.pdf"])])
-def test_a_rewrite_of_a_check_question_or_with_other_gold_is_refused(tmp_path, split_mod, phrasing_probe_mod, which, gold):
-    bench, tune, check = _bench(tmp_path, split_mod)
-    probe = _probe(tmp_path, [{"id": "r", "kind": "rewrite", "of": tune if which == "tune" else check,
-                               "question": "Q?", "gold": gold}])
-    with pytest.raises(SystemExit):
-        phrasing_probe_mod.load_probe(probe, bench)
+@pytest.mark.parametrize("which, gold, message", [("check", ["A.pdf"], "not on the tune half"), ("tune", ["B.pdf"], "its gold is not its original's")])
+def test_a_rewrite_of_a_check_question_or_with_other_gold_is_refused(tmp_path, which, gold, message):
+    bench, tune, check = _bench(tmp_path)
+    done = _load(tmp_path, bench, [{"id": "r", "kind": "rewrite", "of": tune if which == "tune" else check, "question": "Q?", "gold": gold}])
+    assert done.returncode != 0 and message in done.stderr
 
 
-def test_the_shipped_probe_keeps_to_the_tune_half_and_the_corpus(split_mod, phrasing_probe_mod):
-    bench = split_mod.DEFAULT_BENCH
-    corpus = bench / "dev-hotpot-pdf" / "corpus"
-    if not corpus.is_dir():
-        pytest.skip(f"no dev-hotpot-pdf at {bench}")
-    rows, _ = phrasing_probe_mod.load_probe(phrasing_probe_mod.PROBE, bench)
-    assert len(rows) == 100
-    assert all((corpus / g).is_file() for r in rows for g in r["gold"])
-    _composed_ask_their_chains_again(rows, 16)
-    drawn = [r for r in rows if r["id"].startswith("drawn-")]
-    assert len(drawn) == 12 and all(r["kind"].startswith("drawn") and 2 <= len(r["gold"]) <= 4 for r in drawn)
+def _rows(half: str) -> list[dict]:
+    return [json.loads(x) for x in (PROBES / f"dev-hotpot-{half}.jsonl").read_text().splitlines() if x.strip()]
 
 
 def _composed_ask_their_chains_again(rows: list[dict], n: int) -> None:
@@ -76,23 +70,19 @@ def _composed_ask_their_chains_again(rows: list[dict], n: int) -> None:
         assert r["gold"] == chain["gold"] and r["question"] != chain["question"], r["id"]
 
 
-def test_a_check_probe_refuses_a_tune_page_and_accepts_a_check_page(tmp_path, split_mod, phrasing_probe_mod):
-    bench, _, _ = _bench(tmp_path, split_mod)  # A.pdf is gold for the tune-half question, Z.pdf for the check one
-    fine = _probe(tmp_path, [{"id": "c", "kind": "2-page chain", "of": "", "question": "C?", "gold": ["Z.pdf", "B.pdf"]}])
-    assert [r["id"] for r in phrasing_probe_mod.load_probe(fine, bench, "check")[0]] == ["c"]
-    leaky = _probe(tmp_path, [{"id": "c", "kind": "2-page chain", "of": "", "question": "C?", "gold": ["A.pdf", "B.pdf"]}])
-    with pytest.raises(SystemExit, match="tune-half"):
-        phrasing_probe_mod.load_probe(leaky, bench, "check")
-
-
-def test_the_shipped_check_probe_keeps_to_the_check_half_and_away_from_the_tune_probe(split_mod, phrasing_probe_mod):
-    bench = split_mod.DEFAULT_BENCH
+def test_the_shipped_probes_keep_to_their_halves_and_the_corpus():
+    bench = SCORE_SCRIPT.parent
     corpus = bench / "dev-hotpot-pdf" / "corpus"
     if not corpus.is_dir():
         pytest.skip(f"no dev-hotpot-pdf at {bench}")
-    rows, _ = phrasing_probe_mod.load_probe(phrasing_probe_mod.PROBES["check"], bench, "check")
-    tune_rows, _ = phrasing_probe_mod.load_probe(phrasing_probe_mod.PROBES["tune"], bench, "tune")
-    assert len(rows) == 29 and not any(r["of"] for r in rows)
-    _composed_ask_their_chains_again(rows, 13)
-    assert all((corpus / g).is_file() for r in rows for g in r["gold"])
-    assert not {g for r in rows for g in r["gold"]} & {g for r in tune_rows for g in r["gold"]}
+    for half in ("tune", "check"):
+        done = run_tool("phrasing_probe", "--workspace", "/no-workspace", "--bench", bench, "--half", half, "--methods", ",")
+        assert done.returncode == 0, done.stderr
+    tune, check = _rows("tune"), _rows("check")
+    assert len(tune) == 100 and len(check) == 29 and not any(r["of"] for r in check)
+    _composed_ask_their_chains_again(tune, 16)
+    _composed_ask_their_chains_again(check, 13)
+    drawn = [r for r in tune if r["id"].startswith("drawn-")]
+    assert len(drawn) == 12 and all(r["kind"].startswith("drawn") and 2 <= len(r["gold"]) <= 4 for r in drawn)
+    assert all((corpus / g).is_file() for r in tune + check for g in r["gold"])
+    assert not {g for r in check for g in r["gold"]} & {g for r in tune for g in r["gold"]}
