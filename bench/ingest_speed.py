@@ -15,9 +15,8 @@ slides/brochures).
   --no-detail flag skips it) times them by wrapping the table and OCR functions.
 
 Variants (--variants, comma-separated; each is an encoder set plus options joined by '+'):
-torch (sentence-transformers, as before issue 9), onnx (fp32 ONNX Runtime), onnx-int8 (int8
-weights), static (WordLlama for every layer: what ingest costs with no transformer at all; its
-retrieval quality is in bench/RESULTS.md, 2026-11-25, fourteenth session), each optionally
+torch (sentence-transformers), onnx (fp32 ONNX Runtime), onnx-int8 (int8
+weights), static (WordLlama for every layer: what ingest costs with no transformer at all), each optionally
 '+derive' (section and document vectors from their components') and '+one' (the pages of a file read by the parse worker alone, without its page helper: the
 baseline of STRATA_INGEST__PARSE_PROCESSES).
 

@@ -1,5 +1,4 @@
-"""Every parameter of every retrieval method, as the code defines it now (issue 10: RESULTS.md
-says which knobs exist and where they were set).
+"""Every parameter of every retrieval method, as the code defines it now.
 
     python bench/knobs.py            # a markdown table, one row per parameter
 

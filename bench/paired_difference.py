@@ -1,7 +1,6 @@
 """How far apart two methods are on one half, question by question, and whether that is noise.
 
-Issue 10's bars compare methods on check halves of 96-367 questions: "every graph method >= hybrid
-on R@5", "strata >= the best flat signal + 0.05". A gap of 0.005 there is one gold page. This
+The dev check halves hold 96-367 questions, so a gap of 0.005 in R@5 can be one gold page. This
 script pairs the two methods' per-question scores (score.py's own `score_retrieval`, so the means
 are score.py's), and gives the mean difference with a paired bootstrap interval (questions
 resampled with replacement; seeded, so a rerun prints the same figures), how many questions each

@@ -1,47 +1,31 @@
-"""Phrasing and chain probe on dev-hotpot-pdf's tune half (issue 10): does a method still find
-the gold pages when a question is asked in other words, or needs a third page?
+"""Phrasing and chain probe on dev-hotpot-pdf: does a method still find the gold pages when a
+question is asked in other words, composed the way MuSiQue writes, or needs a third or fourth page?
 
-The held-out collection that decides issue 10 has 2- to 4-hop questions written in another
-style (MuSiQue composes "the spouse of the Green performer"; HotpotQA writes "Ralph Hefferline was
-a psychology professor at a university that is located in what city?"). dev-hotpot-pdf has only
-HotpotQA's 2-page questions, so this probe (bench/probes/dev-hotpot-tune.jsonl) asks, over the
-same ingested workspace:
-- rewrites: 37 tune-half questions asked in another way, by hand, with the same gold pages
-  ("In what city is the university where Ralph Hefferline was a psychology professor?"), each
-  scored beside its original;
-- chains: 19 questions written by hand from pages of the corpus that name one another, 10 of them
-  needing a third page (Memphis Hustle -> Southaven, Mississippi -> Memphis metropolitan area)
-  and 5 a fourth (City of Angels -> Meg Ryan -> When Harry Met Sally... -> Nora Ephron). Nine of
-  them (five 4-page, four 3-page) were added in the fifteenth session, after the methods were
-  built, in two batches, each measured before anything was changed.
-- composed: 16 of those chains asked again the way MuSiQue composes its questions (nineteenth
-  session, measured before any change): a possessive ("Kaiser Ventures' founder"), a clause with
-  no relative pronoun ("the series Azie Mira Dungey writes for"), a participle ("the network
-  carrying ..."), a role after a name ("the Filthy Rich & Catflap writer");
-- untitled hop: 8 two-page questions (nineteenth session, measured before any change) whose second
-  page is not the bridge entity's own but another page that names it, as MuSiQue's often is ("the
-  treaty that ended the war in which Giuseppe Arimondi died": Treaty of Addis Ababa, not Battle of
-  Adwa).
-- drawn composed: a batch written the way MuSiQue composes (twenty-third session, measured before
-  any change; `drawn-*`, its own column), over 12 chains drawn at random (a seeded walk over the pages the title index links, skipping pages gold for a check-half
-  question or used by an earlier probe), 8 of 2 pages, 3 of 3 and 1 of 4 ("When was the woman born
-  after whom the foundation on whose board Susan Alice Buffett sits was renamed?").
-Only tune-half questions and the pages of the corpus are used, so the check halves stay unseen:
-a chain may not name a page that is gold for a check-half question. It is a probe, not a
-benchmark: 88 questions written by one of us, read for failure modes, not tuned on. Each question
-goes through `Service.ask` (retrieve, references, pack, read), as the
-app asks it; page R@5 and All@10 as score.py counts them.
+dev-hotpot-pdf has only HotpotQA's 2-page questions. The probe files (bench/probes/, one per half)
+hold questions written by hand over the same corpus, each with its gold pages:
+- rewrites (tune only): 37 tune-half questions asked another way, each scored beside its original
+  ("In what city is the university where Ralph Hefferline was a psychology professor?");
+- chains: questions over pages of the corpus that name one another, 2 to 4 pages long
+  (City of Angels -> Meg Ryan -> When Harry Met Sally... -> Nora Ephron);
+- composed: chains asked again the way MuSiQue composes questions: a possessive ("Kaiser
+  Ventures' founder"), a clause with no relative pronoun ("the series Azie Mira Dungey writes
+  for"), a participle, a role after a name;
+- untitled hop: two-page questions whose second page is not the bridge entity's own but another
+  page that names it ("the treaty that ended the war in which Giuseppe Arimondi died");
+- drawn composed (tune only, `drawn-*`): composed questions over chains drawn at random by a
+  seeded walk over the pages the title index links.
+A probe keeps to its half: a rewrite must rewrite a question of that half with the same gold
+pages, and a chain may not name a page that is gold for a question of the other half (the tool
+refuses the file otherwise). The tune file has 100 questions (37 rewrites, 27 chains, 16
+composed, 8 untitled hops, 12 drawn); the check file 29 (13 chains, 13 composed, 3 untitled hops),
+measured to report, never to choose anything by. It is a probe, not a benchmark: questions
+written by one person, read for failure modes.
 
-Its check-half counterpart (`--half check`, bench/probes/dev-hotpot-check.jsonl, eighteenth
-session) has 13 chains written from check-half gold pages and pages no tune-half question or tune
-probe chain uses, each also asked composed, and 3 untitled hops (nineteenth session); a chain there may not name a page
-that is gold for a tune-half question. It is measured to report, never to choose anything by.
-
-Answers (twenty-fourth session): every chain, composed and drawn question of both probe files
-carries `answers`, read by hand from its last page (the tune file's 55 and the check file's 26).
-With `--answers`, the probe asks them at the app's top-k (10 unless given) and prints each
-method's answer EM / F1 per group, as score.py's `score_answer` counts them; `--list` prints each
-question's answer beside the gold.
+Each question goes through `Service.ask` (retrieve, references, pack, read), as the app asks it;
+page R@5 and All@10 as score.py counts them. Every chain, composed and drawn question also carries
+`answers`, read by hand from its last page: with `--answers`, the probe asks them at the app's
+top-k (10 unless given) and prints each method's answer EM / F1 per group, as score.py's
+`score_answer` counts them; `--list` prints each question's answer beside the gold.
 
 Usage:
     python bench/phrasing_probe.py --workspace WS [--half check] [--methods strata,lilac,fif,hybrid] [--top-k 30]

@@ -1,5 +1,5 @@
 """Answer quality of the reader (EM / token F1 / false abstention, abstention off the corpus),
-before and after a change, on the tune and check halves side by side (issue 10 item 4).
+before and after a change, on the tune and check halves side by side.
 
     python bench/reader_quality.py --workspace /work/scratch/i/ws --out /work/scratch/i/rq2 \
         --baseline-ref main

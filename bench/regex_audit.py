@@ -8,8 +8,7 @@ at the larger size is far more than `--sizes`' ratio times the smaller one.
 Each pattern runs `search` and `findall` (the two ways that try every start position) on each
 string; the printed figure is their sum. A flagged pattern matters only where the code runs it
 that way on text of that length: `match` at a fixed position is linear for most of them, and
-questions are capped at `max_question_chars`. The thirty-second session's findings are in
-bench/RESULTS.md ("A page slow inside every bound").
+questions are capped at `max_question_chars`. What it found last: bench/RESULTS.md#reliability.
 """
 
 from __future__ import annotations

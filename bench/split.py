@@ -1,7 +1,7 @@
 """Tune and check halves of every ../shared/bench collection, and scoring of one half.
 
 Every knob, threshold and routing rule is to be chosen on the tune half only; reports quote the
-check half (issue 10). A question's half is decided by the sha256 of its id, so it never depends
+check half. A question's half is decided by the sha256 of its id, so it never depends
 on the Python version, the file order or the other questions, and a question added later does
 not move the others.
 
