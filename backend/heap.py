@@ -2,10 +2,9 @@
 
 CPython frees the objects of a finished corpus load or parse, but glibc keeps their pages in its
 heap (the arena cannot shrink below its highest live block), so a long-lived process stays at the
-size of its largest moment. `malloc_trim` returns the free pages. Measured on a 6k-page workspace
-(before nodes and edges became slotted dataclasses): loading the corpus left 2,361 MB, of which
-368 MB were free heap (the rows read from SQLite and the per-row vectors stacked into the layer
-matrices); trimming took 35 ms."""
+size of its largest moment. `malloc_trim` returns the free pages: after a corpus load, the rows
+read from SQLite and the per-row vectors stacked into the layer matrices; it takes milliseconds.
+`python bench/corpus_memory.py` shows what a load holds before and after."""
 
 from __future__ import annotations
 

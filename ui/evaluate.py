@@ -215,7 +215,7 @@ def build(service: Service, workspace: gr.State, session_settings: gr.State) -> 
                 limit = gr.Slider(1, 500, value=DEFAULT_LIMIT, step=1, label="Questions (the first N of the collection)", elem_id="eval-limit")
                 scoped = gr.Checkbox(
                     value=False, label="Ask each question of its own documents (meta.doc_scope)", elem_id="eval-scoped",
-                    info="As a person who knows the report would (TAT-QA, MMLongBench); rows read 'METHOD (scoped)'.",
+                    info="Each question asked of the documents its meta.doc_scope names, as a person who knows the report would; rows read 'METHOD (scoped)'.",
                 )
                 ingest_info = gr.HTML(elem_id="eval-ingest-note")
                 run_button = gr.Button("Run evaluation", variant="primary", elem_id="eval-run")

@@ -75,8 +75,8 @@ class BenchQuestion(BaseModel):
 
     @property
     def doc_scope(self) -> list[str]:
-        """The documents the original task gives with the question (`meta.doc_scope`: TAT-QA,
-        MMLongBench), as file names; empty when it gives none."""
+        """The documents the original task gives with the question (`meta.doc_scope`, in
+        benchmarks whose questions are asked of one report), as file names; empty when it gives none."""
         scope = self.meta.get("doc_scope")
         return [d for d in scope if isinstance(d, str)] if isinstance(scope, list) else []
 

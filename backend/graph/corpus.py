@@ -263,8 +263,8 @@ class Corpus:
         else:
             # Entities last: their records live until they are merged, and read after the other
             # nodes they do not sit among what the corpus keeps (see NodeTable). No vector is read
-            # here: the merge reads each entity's as it averages them, a name at a time, where
-            # holding them all until then was a third of the load's peak at 100k pages.
+            # here: the merge reads each entity's as it averages them, a name at a time; holding
+            # them all until then would be a large share of a big corpus's load peak.
             embs = StoredVectors(store)
             others = tuple(x for x in Layer if x != Layer.ENTITY)
             nodes = itertools.chain(store.iter_nodes(embs, (), others), store.iter_nodes(embs, (), (Layer.ENTITY,)))

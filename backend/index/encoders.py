@@ -182,9 +182,9 @@ def _token_batches(char_lengths: list[int], budget: int = ONNX_BATCH_TOKENS) -> 
     """Text indices in batches of similar length (shortest first, so little padding) whose padded
     size stays near `budget` word pieces (estimated at 4 characters each, capped at MiniLM's
     length). ONNX Runtime's arena keeps the largest batch's activations for the life of the
-    session, and attention grows with batch x length^2: fixed 32-text batches held 560 MiB more
-    after a 10-K than 8-text ones, at the same speed; this bound keeps long texts in small
-    batches and short ones in large batches."""
+    session, and attention grows with batch x length^2: fixed-size batches of long texts hold far
+    more memory than small ones at the same speed; this bound keeps long texts in small batches
+    and short ones in large batches."""
     order = sorted(range(len(char_lengths)), key=char_lengths.__getitem__)
     batches: list[list[int]] = []
     for i in order:

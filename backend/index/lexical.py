@@ -23,9 +23,9 @@ log = logging.getLogger(__name__)
 
 def _import_bm25s():
     """bm25s with JAX hidden from it. Where JAX is installed, `import bm25s` imports it and runs a
-    top-k on it, which on a GPU machine starts JAX's CUDA backend: the process went from 15 to
-    4,111 MiB resident on an H200 (bench/RESULTS.md, fifteenth session), the ingest memory budget
-    was spent before a page was read, and JAX takes most of the GPU's memory for itself. Strata
+    top-k on it, which on a GPU machine starts JAX's CUDA backend: the process holds gigabytes
+    more (bench/RESULTS.md#defaults), the ingest memory budget is spent before a page is read,
+    and JAX takes most of the GPU's memory for itself. Strata
     scores BM25 with numpy, so bm25s needs no JAX; any later `import jax` works as before."""
     hidden = {name: sys.modules.pop(name) for name in list(sys.modules) if name == "jax" or name.startswith("jax.")}
     sys.modules["jax"] = None  # `import jax` raises ImportError while bm25s is imported

@@ -4,10 +4,8 @@ A component is indexed by its text after its section path below the title (the l
 headings). A component right under its document's title has no such path; when its text does
 not write the title either, the title goes before it. A Wikipedia paragraph from the middle of an
 article ("In 1969 she was appointed ...") says nothing else of what it is about, and a question
-names its subject: on a dev-hotpot-pdf copy where half the pages do not name their subject
-(bench/denamed_corpus.py), every method's tune R@5 went up with the title (strata 0.865 -> 0.896,
-hybrid 0.688 -> 0.760), and on dev-hotpot-pdf itself, whose pages all do, nothing moved beyond a
-question (bench/RESULTS.md, seventeenth session)."""
+names its subject: with the title, every method finds such pages more often, and pages that name
+their subject rank as before (bench/RESULTS.md#defaults)."""
 
 from __future__ import annotations
 

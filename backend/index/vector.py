@@ -55,18 +55,15 @@ class Approximate:
 
     def floor_probes(self, lists: int) -> int:
         """Lists searched for a question's lowest row (the negated question's nearest): a fifth of
-        `probes`, at least one. It lies in the lists nearest the negated question: at 100k pages
-        a fifth of the probed lists found the same lowest score as all of them for every golden
-        question on both approximate layers (41 of 2,048 lists against 205; a tenth missed by up
-        to 0.022), at a fifth of the search (bench/RESULTS.md, 2026-11-25)."""
+        `probes`, at least one. It lies in the lists nearest the negated question, so a fifth of
+        the probed lists finds the same lowest score as all of them at a fifth of the search
+        (bench/RESULTS.md#defaults)."""
         return max(1, math.ceil(self.probes(lists) * FLOOR_PROBE_SHARE))
 
     def probes(self, lists: int) -> int:
-        """Lists searched per query: the share of them, at least one. The share was chosen on the
-        tune half (bench/approximate_recall.py): recall@10 against exact search of the dev
-        questions over the dev collections' 38.6k component vectors is 0.73 / 0.80 / 0.87 / 0.92 /
-        0.95 / 0.97 at 0.7 / 1.3 / 2.7 / 5.3 / 10.6 / 21.2% of the lists; ~10% is the least share
-        at 0.95."""
+        """Lists searched per query: the share of them, at least one. The default share (~10%)
+        is about the least whose recall@10 against exact search reaches 0.95
+        (bench/RESULTS.md#defaults)."""
         return max(1, min(lists, math.ceil(self.share * lists)))
 
     def kind(self, n_rows: int) -> str:
@@ -246,9 +243,8 @@ class VectorIndex:
         to the negated query in `Approximate.floor_probes` lists, so a min-max normaliser still
         sees the layer's range), as a hybrid
         engine gives 0 to a document one of its searches did not return. The candidates keep
-        their exact order; every other row ranks below them. (Every other row given the last
-        candidate's score instead, an upper bound of its own, agreed less with exact search at
-        100k pages: bench/RESULTS.md, 2026-11-25.)"""
+        their exact order; every other row ranks below them. (The last candidate's score for every
+        other row, an upper bound of its own, agrees less with exact search.)"""
         queries = np.atleast_2d(np.asarray(queries, dtype=np.float32))
         n, m = len(self.ids), len(queries)
         if not n:

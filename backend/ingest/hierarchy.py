@@ -165,7 +165,7 @@ def _is_toc_block(b: LayoutBlock, on_toc_page: bool) -> bool:
 def mark_navigation(blocks: list[LayoutBlock], headings: dict[int, Heading], toc_pages: set[int]) -> None:
     """Table-of-contents lines and back-of-book index entries point to content and are not
     content: mark them TOC / INDEX so they stay visible in the parse view and never become units
-    (a TOC line "ASN.1 structure handling . . . 3" was coming back as evidence and as the answer)."""
+    (else a TOC line such as "ASN.1 structure handling . . . 3" comes back as evidence and as the answer)."""
     index_pages = _index_pages(blocks)
     for b in blocks:
         if b.order in headings or b.kind in (*FURNITURE, BlockKind.TITLE, BlockKind.TABLE, BlockKind.FIGURE):

@@ -336,7 +336,7 @@ def _mark_furniture(blocks_by_page: dict[int, list[LayoutBlock]], pages: list[Ra
         ):
             b.kind = BlockKind.HEADER if zone == "top" else BlockKind.FOOTER
         if b.kind in (BlockKind.HEADER, BlockKind.FOOTER, BlockKind.PAGE_NUMBER):
-            # A bold running header was classified as a heading candidate before it was known
+            # A bold running header is classified as a heading candidate before it is known
             # to be furniture; hierarchy.py must not turn it into a section.
             b.heading_candidate = False
             b.number = None
@@ -514,7 +514,7 @@ def _join_continued_tables(ordered: list[LayoutBlock]) -> None:
     columns, is that table run on: it is marked as continuing it (`continues`), and when its own
     header reads as a row of figures, that row goes back among its rows and the table takes the
     header of the part it continues. Without this, "Total liabilities | $909 | $1,305" on the second
-    page of a balance sheet was read under the columns "2,235" and "2,641", not 2019 and 2018."""
+    page of a balance sheet would be read under the columns "2,235" and "2,641", not 2019 and 2018."""
     body = [b for b in ordered if b.kind not in FURNITURE_KINDS]
     for prev, b in zip(body, body[1:]):
         if not (b.kind == prev.kind == BlockKind.TABLE and b.page == prev.page + 1 and b.table and prev.table):

@@ -7,13 +7,13 @@ no parse). Every ingested file adds (its mix, its seconds) to a small JSON file 
 root; `SpeedModel.rates` fits seconds per page of each kind to those measurements (least squares
 pulled towards the defaults, scaled by how much slower or faster this server is than them, so a
 kind never measured still follows the server's speed). Before any measurement the defaults hold:
-calibrated with bench/ingest_speed.py on the 2-core reference machine.
+idle rates from bench/ingest_speed.py on the 2-core reference machine (bench/RESULTS.md#defaults).
 
 Rates are kept for an idle machine. A machine shared with other work runs an ingest slower by
 about its contention, `max(1, 1-min load average / cores)`, read when a batch starts (before
 the ingest's own processes count): a measurement is divided by the contention it ran under, and
-an estimate multiplied by the contention now. Without it one set of defaults was 3.8x too long
-on an idle machine and 0.7x on one at load 13 (bench/RESULTS.md).
+an estimate multiplied by the contention now, so one set of defaults holds on an idle machine
+and on a busy one.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ log = logging.getLogger(__name__)
 
 KINDS = ("text", "tables", "ocr")
 # Seconds per page on an idle machine before this server measured anything: text-heavy manuals,
-# 10-Q filing pages, image-only slides (bench/ingest_speed.py, 2-core machine at load 1: the
-# earlier 0.6 / 1.2 / 3.0, calibrated at load ~10, estimated 3.8x the real time there).
+# filing pages with ruled tables, image-only slides (bench/ingest_speed.py on the 2-core reference
+# machine at load 1: bench/RESULTS.md#defaults).
 DEFAULT_SECONDS = {"text": 0.16, "tables": 0.32, "ocr": 0.8}
 SAMPLE_PAGES = 24  # pages of a file looked at to sort its pages into kinds
 RULED_EDGES = 8  # as extract.py's find_tables gate

@@ -1,8 +1,8 @@
 """The pages of one file read by more than one process: the parse worker and helpers forked from it.
 
 Extracting a page (text, drawings, `find_tables`, OCR of a scanned page) and OCR-ing a figure are
-independent per page and take most of a parse (issue 9: 10 of 13 s for a 40-page manual whose
-figures are screenshots, 16 s for 23 scanned slides), while one process uses one core. So
+independent per page and take most of a parse (most of all on manuals whose figures are
+screenshots and on scanned slides), while one process uses one core. So
 `split_map` deals the items out round-robin: the worker keeps every n-th, each helper gets its
 own share and its own handle on the file (a forked MuPDF handle would share the file offset),
 and results come back in item order. What a helper did not send (it crashed, or ran out of its
