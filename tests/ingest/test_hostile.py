@@ -1,7 +1,8 @@
 """Hostile and odd files of issue 12's "Alone" list, each generated small in a tmp folder by the
-bench's own generators (bench/hostile.py). Valid files parse (degraded, never refused), messages
-are written for people (no exception class names, no MuPDF codes, no server paths), names are
-escaped in log lines, and pathological pages keep their text while their graphics are skipped.
+generators of tests/fixtures/hostile_pdfs.py (bench/hostile.py runs them at full size). Valid files
+parse (degraded, never refused), messages are written for people (no exception class names, no
+MuPDF codes, no server paths), names are escaped in log lines, and pathological pages keep their
+text while their graphics are skipped.
 """
 
 from __future__ import annotations
