@@ -11,6 +11,8 @@ import pytest
 
 from tests.bench.conftest import run_tool
 
+pytestmark = pytest.mark.integration  # the tool runs in a subprocess with the real models
+
 PAGES = {
     "Zorblax_Quintet.pdf": ["Zorblax Quintet is a jazz ensemble formed in Oslo by five cellists in 1987.",
                             "The band released the album Purple Static in 1999 on an independent label from Bergen."],

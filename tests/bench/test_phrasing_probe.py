@@ -14,6 +14,8 @@ from tests.bench.conftest import REPO, SCORE_SCRIPT, halves, run_tool, write_col
 
 PROBES = REPO / "bench" / "probes"
 
+pytestmark = pytest.mark.integration  # the tool runs in subprocesses, each importing the service
+
 
 def _bench(tmp_path: Path) -> tuple[Path, str, str]:
     """A one-collection bench folder with a tune-half question (gold A.pdf) and a check-half one (gold Z.pdf)."""
