@@ -124,7 +124,7 @@ def years_in(text: str) -> list[str]:
 
 
 def row_arithmetic(question: str, e: EvidenceUnit) -> str | None:
-    """What a row gives by arithmetic over the years the question names (TAT-QA style): the
+    """What a row gives by arithmetic over the years the question names: the
     change from the earlier to the later year, its percentage, the average or the total; an
     average that names no year is over every year the row holds ("What was the average realized
     losses?"). None when the question asks for none of these or the row lacks a cell for each year."""
@@ -223,7 +223,7 @@ def _past_threshold(question: str, values: dict[str, float]) -> list[str] | None
 
 
 def years_answer(question: str, e: EvidenceUnit) -> str | None:
-    """The year(s) a table row gives a "which year" question (TAT-QA style), in the row's order:
+    """The year(s) a table row gives a "which year" question, in the row's order:
     those past the question's threshold ("less than 100.0 million"), the one with the largest or
     smallest value ("In which year was X larger?"), or every year it holds ("In which years was X
     calculated?"). None when the unit is no row with two or more year columns."""
@@ -257,7 +257,7 @@ HOW_MANY_YEARS_RE = re.compile(r"\bhow many (?:fiscal )?years\b", re.I)
 
 def years_counted(question: str, e: EvidenceUnit) -> str | None:
     """How many of a row's years pass the question's threshold: "How many years did net sales
-    exceed $200,000 thousand?" (TAT-QA's count questions). None for any other question or unit."""
+    exceed $200,000 thousand?". None for any other question or unit."""
     by_year = _row_years(e) if HOW_MANY_YEARS_RE.search(question) else None
     if by_year is None:
         return None

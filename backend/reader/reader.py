@@ -10,6 +10,7 @@ than the asking one names by title, or for a question left unsplit the pages its
 and the pages a bridge page names by the role the asking subquery asks about) to the LLM
 backend's typed ANSWER task (backend/reader/task.py), and turns the cited ids into citations with
 document, page, box and section path. Abstains ("not enough evidence") when the backend does.
+A table row's unit carries the row's cells (EvidenceUnit.row), which the rules read.
 """
 
 from __future__ import annotations

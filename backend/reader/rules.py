@@ -39,9 +39,9 @@ NOT_ENOUGH = "not enough evidence"
 
 TYPED = ("number", "date", "person", "place", "definition")
 TYPE_WEIGHT = 0.5  # a unit of the asked type ranks above any eligible unit without one
-FINAL_SUBQUERY_WEIGHT = 0.2  # per unit of coverage of the asking subquery (0.4: tatqa tune EM 0.264 -> 0.232)
+FINAL_SUBQUERY_WEIGHT = 0.2  # per unit of coverage of the asking subquery (bench/RESULTS.md#reader)
 ROLE_HOP_WEIGHT = 0.25  # a page the bridge names by the asked role holds the answer more surely than the bridge's own
-BRIDGE_WEIGHT = 0.5  # a unit on a bridge page (reader.on_bridge_pages): as much as holding the asked type (0.3: the same tune EM)
+BRIDGE_WEIGHT = 0.5  # a unit on a bridge page (reader.on_bridge_pages): as much as holding the asked type
 WEAK_COVERAGE = 0.5  # no unit of the asked type and best coverage below this: abstain
 CITE_COVERAGE = 0.5  # a second unit is cited when it covers this share of the question's terms (and the chosen one's)
 MAX_CITED = 3
@@ -52,10 +52,10 @@ UNSPLIT_BRIDGE_TYPES = ("number", "date", "person", "place", "entity")
 DEFINED_FIT = 1.5  # a sentence that defines its subject as the asked kind holds the answer more surely than any name in it
 # a row from which the asked arithmetic is computed over the asked years holds the answer more surely than a
 # row with a cell whose header shares the question's words ("Percentage of Total Fees" for "the total ... in
-# both 2018 and 2019"); tatqa tune EM 0.377 (1.5) -> 0.388 (1.8) = 0.388 (2.2, lower F1)
+# both 2018 and 2019"); measured in bench/RESULTS.md#reader
 COMPUTED_FIT = 1.8
 # a table row holding what is asked whose whole label the question writes ("Operating expenses" for "the change
-# in operating expenses", not "Other operating expenses"); tatqa tune EM 0.397 (0), 0.428 (0.05), 0.436 (0.1), 0.431 (0.2)
+# in operating expenses", not "Other operating expenses") ranks this much higher (bench/RESULTS.md#reader)
 LABEL_WEIGHT = 0.1
 
 
