@@ -12,7 +12,7 @@ from __future__ import annotations
 from enum import Enum, IntEnum
 from typing import Annotated, Literal, NamedTuple, Union
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, TypeAdapter, model_serializer
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 BBox = tuple[float, float, float, float]  # x0, y0, x1, y1 in PDF points, top-left origin (PyMuPDF)
@@ -186,6 +186,15 @@ class Node:
     context: str = Field("", description="HiKEY upper context / caption for tables and figures.")
     row: TableRow | None = Field(None, description="A table row's cells (kind row); its text is row.index_text(). "
                                  "None on other nodes, and on rows of a workspace written before rows carried cells.")
+
+    @model_serializer(mode="wrap")
+    def _without_empty_row(self, handler: SerializerFunctionWrapHandler) -> dict:
+        """A node's JSON, with no "row" key when it has no cells: every other node is written as it
+        was before rows carried cells."""
+        data = handler(self)
+        if data.get("row", 0) is None:
+            del data["row"]
+        return data
 
 
 NODE_JSON: TypeAdapter[Node] = TypeAdapter(Node)
