@@ -13,6 +13,7 @@ from backend.reader.patterns import FOOTNOTE_RE, NUMBER_RE, YEAR_RE
 from backend.reader.questions import LESS_Q_RE, MORE_Q_RE, RESPECTIVE_RE, THRESHOLD_Q_RE, YEARS_Q_RE
 from backend.reader.evidence import EvidenceUnit
 
+
 def row_cells(e: EvidenceUnit) -> list[tuple[str, str]]:
     """A table row's (header, value) cells, the first one its label's, each header's spaced-out year
     closed up ("2 0 1 8" -> "2018"); [] for a unit without cells (no row, or a row stored without them)."""

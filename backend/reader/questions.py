@@ -71,6 +71,7 @@ NEXT_OPTION_RE = re.compile(r"\s(?=--?[A-Za-z0-9][\w-]*(?:,|\s{2,}|\s+[a-z]|\s+[
 
 TERM_NOISE = {"the", "a", "an", "option", "flag", "switch", "command", "function", "term", "parameter", "argument"}
 
+
 def question_type(question: str) -> str:
     """What the question asks for: yes/no, person, date, place, definition, number or sentence."""
     q = question.strip()

@@ -187,7 +187,6 @@ def supporting(
     return cited
 
 
-
 def answer_by_rules(question: str, evidence: list[EvidenceUnit], threshold: float, subqueries: int = 0,
                     asking: int | None = None, asking_text: str = "") -> AnswerReply:
     """The reader prompt's reply by rules: the unit that best holds what the question asks for.

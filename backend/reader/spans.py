@@ -12,6 +12,7 @@ from backend.reader.patterns import (
 )
 from backend.reader.questions import NEXT_OPTION_RE, YEARS_Q_RE
 
+
 def _inside_brackets(text: str, pos: int) -> bool:
     before = text[:pos]
     return before.count("[") > before.count("]") or before.count("{") > before.count("}")
@@ -36,7 +37,6 @@ def definition_in(text: str, terms: list[str]) -> tuple[float, str | None]:
             if fit > best[0]:
                 best = (fit, rest.rstrip(".") if term.startswith("-") else None)
     return best
-
 
 
 def first_new(pattern: re.Pattern, text: str, q_tokens: set[str]) -> str | None:
