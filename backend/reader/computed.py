@@ -7,9 +7,9 @@ from __future__ import annotations
 import re
 
 from backend.llm.text import QUESTION_WORDS, content_tokens, row_label
+from backend.reader.evidence import AnswerReply, EvidenceUnit
 from backend.reader.figures import cell_value, plain_number, row_cells, years_in
 from backend.reader.patterns import DATE_RE, MONTHS, YEAR_RE
-from backend.reader.evidence import AnswerReply, EvidenceUnit
 
 _NAME_RUN = r"[A-Z][\w.'’-]*(?:\s+(?:[A-Z][\w.'’-]*|de|da|di|del|van|von|le|la))*"
 # "Who is younger, A or B?", "Who was born first, A or B?", "Which was founded earlier, A or B?"

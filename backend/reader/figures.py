@@ -9,9 +9,9 @@ from __future__ import annotations
 import re
 
 from backend.llm.text import content_tokens
+from backend.reader.evidence import EvidenceUnit
 from backend.reader.patterns import FOOTNOTE_RE, NUMBER_RE, YEAR_RE
 from backend.reader.questions import LESS_Q_RE, MORE_Q_RE, RESPECTIVE_RE, THRESHOLD_Q_RE, YEARS_Q_RE
-from backend.reader.evidence import EvidenceUnit
 
 
 def row_cells(e: EvidenceUnit) -> list[tuple[str, str]]:

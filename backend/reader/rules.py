@@ -25,14 +25,14 @@ from collections.abc import Sequence
 
 from backend.llm.text import QUESTION_WORDS, content_tokens, named_label, row_label
 from backend.reader.computed import compared, shared_rows
-from backend.reader.figures import row_arithmetic, cell_of_year, number_candidates, years_answer, years_counted, years_in
-from backend.reader.patterns import DATE_RE, DATE_YEAR_RE, ENTITY_RE, FOOTNOTE_LEAD_RE, NAME_RE, BY_NAME_RE, PLACE_RE
+from backend.reader.evidence import AnswerReply, EvidenceUnit
+from backend.reader.figures import cell_of_year, number_candidates, row_arithmetic, years_answer, years_counted, years_in
+from backend.reader.patterns import BY_NAME_RE, DATE_RE, DATE_YEAR_RE, ENTITY_RE, FOOTNOTE_LEAD_RE, NAME_RE, PLACE_RE
 from backend.reader.questions import RESPECTIVE_RE, YEARS_Q_RE, defined_terms, negated, question_type
 from backend.reader.spans import (
     FULL_NAME_Q_RE, KIND_RE, PLACE_KINDS, WHAT_IS_RE, agent_of, aligned_span, defined_subject, definition_in,
     described_subject, expansion, first_new, of_kind, predicate_of,
 )
-from backend.reader.evidence import AnswerReply, EvidenceUnit
 from backend.types import Cell, TableRow
 
 NOT_ENOUGH = "not enough evidence"
