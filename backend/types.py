@@ -10,9 +10,9 @@ are models.
 from __future__ import annotations
 
 from enum import Enum, IntEnum
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal, NamedTuple, Union
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, TypeAdapter, model_serializer
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 BBox = tuple[float, float, float, float]  # x0, y0, x1, y1 in PDF points, top-left origin (PyMuPDF)
@@ -123,6 +123,47 @@ class Section:
 SECTION_JSON: TypeAdapter[Section] = TypeAdapter(Section)
 
 
+class Cell(NamedTuple):
+    """One cell of a table row: its column's header ("column 2" when the header is empty) and its
+    value. JSON writes it as a pair, ["2019", "261,264"]."""
+
+    header: str
+    value: str
+
+
+@pydantic_dataclass(frozen=True, slots=True, config=ConfigDict(extra="forbid"))
+class TableRow:
+    """A table row as data: the label of its table and its non-empty cells, in column order, the
+    first one naming the row. The parser sets it on every row node (backend/ingest/components.py);
+    a row node's text is `index_text()`, what BM25 and the encoders read, and nothing reads the
+    cells back out of that text."""
+
+    table: str | None = Field(description="The table's label ('Table 2'), None when it has none.")
+    cells: tuple[Cell, ...] = Field(description="(header, value) of each non-empty cell, in column order.")
+
+    @property
+    def label(self) -> str:
+        """What names the row: its first cell's value ("Operating expenses"); "" without cells."""
+        return self.cells[0].value if self.cells else ""
+
+    def index_text(self) -> str:
+        """The row's text: "Table 1: column 1: Operating expenses; 2019: 261,264; 2018: 194,054"
+        (no "<table>: " when the table has no label)."""
+        prefix = f"{self.table}: " if self.table else ""
+        return prefix + "; ".join(f"{h}: {v}" for h, v in self.cells)
+
+    def value_spans(self) -> list[tuple[int, int]]:
+        """Where the values of the cells after the first stand in `index_text()`: (start, end)
+        character offsets, in column order."""
+        spans, at = [], len(f"{self.table}: ") if self.table else 0
+        for i, (header, value) in enumerate(self.cells):
+            start = at + len(header) + 2
+            if i:
+                spans.append((start, start + len(value)))
+            at = start + len(value) + 2
+        return spans
+
+
 @pydantic_dataclass(slots=True, config=ConfigDict(extra="forbid"))
 class Node:
     """A node of the layered graph (document, section, component, subcomponent, entity). A slotted
@@ -143,6 +184,17 @@ class Node:
     role: str | None = Field(None, description="Layout role of a paragraph: paragraph | caption | list_item | title.")
     order: int = Field(0, description="Reading order inside the document.")
     context: str = Field("", description="HiKEY upper context / caption for tables and figures.")
+    row: TableRow | None = Field(None, description="A table row's cells (kind row); its text is row.index_text(). "
+                                 "None on other nodes, and on rows of a workspace written before rows carried cells.")
+
+    @model_serializer(mode="wrap")
+    def _without_empty_row(self, handler: SerializerFunctionWrapHandler) -> dict:
+        """A node's JSON, with no "row" key when it has no cells: every other node is written as it
+        was before rows carried cells."""
+        data = handler(self)
+        if data.get("row", 0) is None:
+            del data["row"]
+        return data
 
 
 NODE_JSON: TypeAdapter[Node] = TypeAdapter(Node)

@@ -186,3 +186,48 @@ def test_no_test_module_imports_another():
     """Shared fakes live in tests/fakes.py (or a helper module), never in a test module."""
     problems = [p for path in _py_files(TESTS_DIR) for p in _test_module_imports(path)]
     assert problems == []
+
+
+# ---------------------------------------------------------------- table rows are data
+
+# A row node carries its cells (Node.row, a TableRow) from the parser on; its text is only what the
+# indexes read. Splitting text on a row's separators ("; " between cells, ": " between a header and
+# its value) would read them back out of that text, ambiguously (a value may hold either).
+ROW_SEPARATORS = {"; ", ": "}
+SPLITTERS = {"split", "rsplit", "partition", "rpartition"}
+# Files that split other text on these separators, with what they split.
+SEPARATOR_SPLITS_ALLOWED = {
+    "backend/ingest/parser.py": "a document's '; '-joined warnings",
+}
+
+
+# A regular expression over a row's "Table N: header: value" text: "Table", a \d, then ": ".
+ROW_PATTERN_RE = re.compile(r"Table(?:\\s[*+]?|\s)\\d[^\n]*?: ")
+
+
+def row_text_parses(source: str) -> list[int]:
+    """The lines of a module's source that split text on a row's separators (.split, .rsplit,
+    .partition or .rpartition on "; " or ": ") or hold a pattern over "Table N: ..." row text."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in SPLITTERS \
+                and node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value in ROW_SEPARATORS:
+            found.append(node.lineno)
+    found += [source.count("\n", 0, m.start()) + 1 for m in ROW_PATTERN_RE.finditer(source)]
+    return sorted(found)
+
+
+def test_the_row_text_check_sees_a_split_and_a_pattern():
+    split = 'def label(text):\n    first = text.split("; ", 1)[0]\n    return first.rsplit(": ", 1)[-1]\n'
+    pattern = 'import re\nROW = re.compile(r"^Table\\s*\\d+: (.*?); ")\n'
+    assert row_text_parses(split) == [2, 3] and row_text_parses(pattern) == [2]
+    assert row_text_parses('x = "a, b".split(", ")\ny = "Table 2 shows it"\n') == []
+
+
+def test_no_backend_module_parses_row_text():
+    problems = []
+    for path in _py_files(BACKEND_DIR):
+        rel = path.relative_to(REPO_ROOT).as_posix()
+        if rel not in SEPARATOR_SPLITS_ALLOWED:
+            problems += [f"{rel}:{line}" for line in row_text_parses(path.read_text(encoding="utf-8"))]
+    assert problems == [], "read a row's cells from Node.row / EvidenceUnit.row, not from its text:\n" + "\n".join(problems)

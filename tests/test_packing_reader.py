@@ -239,7 +239,7 @@ def test_a_role_the_asking_subquery_asks_about_is_read_one_page_past_the_bridge(
     assert result.answer.text == "May 2, 1980" and result.answer.citations[0].doc == "Nell_Quade.pdf", result.answer
     # The bridge page's units name the star after "starring"; a role that is itself what is asked
     # ("Who is the star of the comedy series") is no hop past the bridge.
-    from backend.llm.answer import EvidenceUnit
+    from backend.reader import EvidenceUnit
     from backend.reader import EvidenceReader
     from backend.retrieval.mentions import title_index
 

@@ -36,12 +36,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from pydantic import Field
 
 from backend.graph.edges import EdgeRow, edge_rows
+from backend.graph.entity_extractor import ExtractAnswer, ExtractPayload, ExtractUnit
 from backend.graph.entity_extractor import extract as extract_by_rules
 from backend.llm.base import LLMBackend
-from backend.llm.task import LLMTask, TaskAnswer, TaskPayload
+from backend.llm.task import LLMTask
 from backend.types import Edge, EdgeKind, Layer, Node, NodeKind
 
 if TYPE_CHECKING:
@@ -89,33 +89,12 @@ EXTRACT_SCHEMA: dict[str, Any] = {
 }
 
 
-class ExtractUnit(TaskPayload):
-    id: str
-    kind: str
-    text: str
-
-
-class ExtractPayload(TaskPayload):
-    """One chunk: its units (sentences, caption, rows), its label ("Table 2") and the names the
-    document already knows; `text` is the chunk as the prompt shows it."""
-
-    units: list[ExtractUnit]
-    label: str | None
-    known: list[str]
-    text: str
-
-
-class ExtractAnswer(TaskAnswer):
-    entities: list[list[str]] = Field(description="[name, type, description] per entity.")
-    relationships: list[list[str]] = Field(description="[source, relationship, target] per relation.")
-
-
 EXTRACT: LLMTask[ExtractPayload, ExtractAnswer] = LLMTask(
     name="mmgraph_extract",
     prompt=lambda p: EXTRACT_PROMPT + p.text,
     payload=ExtractPayload,
     answer=ExtractAnswer,
-    rules=lambda p: ExtractAnswer.model_validate(extract_by_rules(p.model_dump())),
+    rules=extract_by_rules,
     schema=EXTRACT_SCHEMA,
 )
 
@@ -248,7 +227,7 @@ class _Found:
     mentions: dict[str, None] = field(default_factory=dict)  # unit ids, in order
 
 
-def _chunks(nodes: list[Node]) -> list[tuple[Node, list[dict[str, str]]]]:
+def _chunks(nodes: list[Node]) -> list[tuple[Node, list[ExtractUnit]]]:
     """(component, units) to extract from: a paragraph's sentences, a table's caption and rows, a
     figure's caption. Figure OCR text is left out: it is labels and numbers, not sentences."""
     children: dict[str, list[Node]] = defaultdict(list)
@@ -257,26 +236,26 @@ def _chunks(nodes: list[Node]) -> list[tuple[Node, list[dict[str, str]]]]:
             children[n.parent].append(n)
     out = []
     for comp in (n for n in nodes if n.layer == Layer.COMPONENT):
-        units: list[dict[str, str]] = []
+        units: list[ExtractUnit] = []
         if comp.kind == NodeKind.PARAGRAPH:
             kind = "caption" if comp.role == "caption" else "sentence"
-            units = [{"id": s.id, "kind": kind, "text": s.text} for s in children.get(comp.id, []) if s.kind == NodeKind.SENTENCE]
+            units = [ExtractUnit(id=s.id, kind=kind, text=s.text) for s in children.get(comp.id, []) if s.kind == NodeKind.SENTENCE]
             if not units and comp.text.strip():
-                units = [{"id": comp.id, "kind": kind, "text": comp.text}]
+                units = [ExtractUnit(id=comp.id, kind=kind, text=comp.text)]
         elif comp.kind in (NodeKind.TABLE, NodeKind.FIGURE):
             if comp.context.strip():
-                units.append({"id": comp.id, "kind": "caption", "text": comp.context})
+                units.append(ExtractUnit(id=comp.id, kind="caption", text=comp.context))
             if comp.kind == NodeKind.TABLE:
-                units += [{"id": r.id, "kind": "row", "text": r.text} for r in children.get(comp.id, []) if r.kind == NodeKind.ROW]
+                units += [ExtractUnit(id=r.id, kind="row", text=r.text, row=r.row) for r in children.get(comp.id, []) if r.kind == NodeKind.ROW]
         if units:
             out.append((comp, units))
     return out
 
 
-def _chunk_text(comp: Node, units: list[dict[str, str]]) -> str:
+def _chunk_text(comp: Node, units: list[ExtractUnit]) -> str:
     if comp.kind == NodeKind.TABLE:
         return comp.text[:MAX_LLM_CHUNK_CHARS]
-    return " ".join(u["text"] for u in units)[:MAX_LLM_CHUNK_CHARS]
+    return " ".join(u.text for u in units)[:MAX_LLM_CHUNK_CHARS]
 
 
 def _parse_answer(answer: dict[str, Any]) -> tuple[list[tuple[str, str, str]], list[tuple[str, str, str]]]:
@@ -334,8 +313,8 @@ def extract_document_entities(doc_id: str, title: str, nodes: list[Node], llm: L
                 have.type = etype
             have.mentions[comp.id] = None
             for u in units:
-                if u["id"] != comp.id and _mentioned_in(name, u["text"]):
-                    have.mentions[u["id"]] = None
+                if u.id != comp.id and _mentioned_in(name, u.text):
+                    have.mentions[u.id] = None
         kept, lost = filter_relations(rels, list(chunk_keys))
         dropped += lost
         for src, rel, dst in kept:

@@ -2,9 +2,10 @@
 graph-construction prompts (appendix D, Figure 7), entity extraction (EE) and relationship
 recognition (RR) over one chunk, as the one task entities.EXTRACT ('mmgraph_extract').
 
-Payload: {"units": [{"id", "kind": sentence|row|caption, "text"}], "label": "Table 2" | None,
-"known": [names already known in the document, e.g. its title]}. Answer, in the prompt's format:
-{"entities": [[name, type, description]], "relationships": [[source, relationship, target]]}.
+Payload: ExtractPayload, the chunk's units (ExtractUnit: id, kind sentence|row|caption, text, and a
+row's cells), its label ("Table 2" or None) and the names the document already knows (its title).
+Answer: ExtractAnswer, in the prompt's format: entities as [name, type, description], relationships
+as [source, relationship, target].
 
 Entities, per unit:
 - capitalised multi-word spans, with lowercase connectors inside ("Bank of England", "Plan 9
@@ -13,7 +14,8 @@ Entities, per unit:
   adjective ("an American actress", "Dutch club");
 - quoted titles ("A Date with Judy"), acronyms (CBS, NDVI), names the document already knows
   (its title: "Kiss and Tell" has no capitalised "and");
-- table units: the row label (first cell) and the column headers; a labelled table or figure
+- table rows (read from their cells, never from their text): the row label (first cell) and the
+  column headers; a labelled table or figure
   ("Table 2") is an entity that depicts the entities of its caption (the paper's figure nodes).
 Types from cues: a title before the name or "(born" after it (person); Inc/University/Party
 (organisation); City/River/"in X" (place); film/album/quoted (work); a year header (date).
@@ -32,7 +34,34 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+
+from pydantic import Field
+
+from backend.llm.task import TaskAnswer, TaskPayload
+from backend.types import TableRow
+
+
+
+class ExtractUnit(TaskPayload):
+    id: str
+    kind: str = Field(description="sentence | row | caption")
+    text: str
+    row: TableRow | None = Field(None, description="A row unit's cells (None: a row stored without them, or no row).")
+
+
+class ExtractPayload(TaskPayload):
+    """One chunk: its units (sentences, caption, rows), its label ("Table 2") and the names the
+    document already knows; `text` is the chunk as the prompt shows it."""
+
+    units: list[ExtractUnit]
+    label: str | None
+    known: list[str]
+    text: str
+
+
+class ExtractAnswer(TaskAnswer):
+    entities: list[list[str]] = Field(description="[name, type, description] per entity.")
+    relationships: list[list[str]] = Field(description="[source, relationship, target] per relation.")
 
 
 MAX_RELATION_WORDS = 6
@@ -369,17 +398,6 @@ def _attributes(sentence: str) -> list[str]:
     return [a.group(0) for a in ATTRIBUTE_RE.finditer(sentence)]
 
 
-def _parse_row(text: str, label: str | None) -> list[tuple[str, str]]:
-    if label and text.startswith(f"{label}: "):
-        text = text[len(label) + 2:]
-    cells = []
-    for part in text.split("; "):
-        if ": " in part:
-            head, value = part.split(": ", 1)
-            cells.append((head.strip(), value.strip()))
-    return cells
-
-
 def _is_label_value(value: str) -> bool:
     """A cell that can name a row: has letters and is not a number with a unit."""
     return bool(re.search(r"[A-Za-z]{2}", value)) and not ATTRIBUTE_RE.fullmatch(value.strip()) and len(value) <= 80
@@ -412,36 +430,36 @@ class _Collector:
         if src != dst:
             self.relations.setdefault((src, rel, dst), None)
 
-    def answer(self) -> dict[str, Any]:
+    def answer(self) -> ExtractAnswer:
         entities = []
         for name, (n, etype, desc) in self.entities.items():
             attrs = [a for a in self.attributes.get(name, []) if a not in desc]
             if attrs:
                 desc = f"{desc} [{', '.join(attrs)}]" if desc else ", ".join(attrs)
             entities.append([n, etype, desc])
-        return {"entities": entities, "relationships": [list(r) for r in self.relations]}
+        return ExtractAnswer(entities=entities, relationships=[list(r) for r in self.relations])
 
 
-def extract(payload: dict[str, Any]) -> dict[str, Any]:
+def extract(payload: ExtractPayload) -> ExtractAnswer:
     """Entities and relationships of one chunk (MMGraphRAG Figure 7 (a) + (b)) by rules."""
-    known = [k for k in payload.get("known", []) if k]
-    label = payload.get("label") or None
-    units = payload.get("units", [])
+    known = [k for k in payload.known if k]
+    label = payload.label or None
+    units = payload.units
     out = _Collector()
     # Words the chunk capitalises mid-sentence are names even where they open a sentence.
     known_caps = {k.lower() for k in known}
     for unit in units:
-        for tok, start, _end in _tokens(unit["text"])[1:]:
+        for tok, start, _end in _tokens(unit.text)[1:]:
             if tok[:1].isupper() and tok.lower() not in FUNCTION_WORDS:
                 known_caps.add(tok.lower())
     if label:
         kind = "table" if label.lower().startswith("table") else "figure"
-        caption = " ".join(u["text"] for u in units if u.get("kind") == "caption")[:300]
+        caption = " ".join(u.text for u in units if u.kind == "caption")[:300]
         out.entity(label, kind, caption or f"{kind} {label}")
     for unit in units:
-        text = unit["text"]
-        if unit.get("kind") == "row":
-            _row(out, text, label)
+        text = unit.text
+        if unit.kind == "row":
+            _row(out, unit, label)
             continue
         mentions = sentence_mentions(text, known, known_caps, label)
         attrs = _attributes(text)
@@ -454,14 +472,17 @@ def extract(payload: dict[str, Any]) -> dict[str, Any]:
             out.relation(mentions[i].name, relation_text(text, mentions, i, i + 1), mentions[i + 1].name)
         for j in range(2, len(mentions)):
             out.relation(mentions[0].name, relation_text(text, mentions, 0, j), mentions[j].name)
-        if label and unit.get("kind") == "caption":
+        if label and unit.kind == "caption":
             for m in [m for m in mentions if m.name != label][:MAX_CAPTION_LINKS]:
                 out.relation(label, "depicts", m.name)
     return out.answer()
 
 
-def _row(out: _Collector, text: str, label: str | None) -> None:
-    cells = _parse_row(text, label)
+def _row(out: _Collector, unit: ExtractUnit, label: str | None) -> None:
+    """A row's label as an entity (of its table), each header as one, and label -> header
+    relations described by "header: value"; nothing for a row without cells."""
+    text = unit.text
+    cells = [(head.strip(), value.strip()) for head, value in unit.row.cells] if unit.row is not None else []
     if not cells:
         return
     row_head, row_label = cells[0]

@@ -233,7 +233,7 @@ def node_details(corpus: Corpus, node_id: str, max_neighbours: int = MAX_NEIGHBO
 def table_view(corpus: Corpus, node_id: str) -> TableView:
     """The header and rows of a table component. The parser stores a table as its caption (or
     upper context) followed by one ' | '-joined line per row, header first; a very long table's
-    text was cut, so rows past the cut are taken from its row units ('column: value; ...')."""
+    text was cut, so rows past the cut are taken from its row units' cells."""
     node = corpus.nodes.get(node_id)
     if node is None or node.kind != NodeKind.TABLE:
         raise StrataError(f"'{node_id}' is not a table of this workspace.")
@@ -248,9 +248,7 @@ def table_view(corpus: Corpus, node_id: str) -> TableView:
     if len(rows) < len(row_units):
         # The last line may be cut mid-row: rebuild it and every later row from the row units.
         rows = rows[:-1] if rows else rows
-        prefix = f"{node.label}: " if node.label else ""
-        for unit in row_units[len(rows):]:
-            rows.append(_row_cells(unit.text.removeprefix(prefix), header))
+        rows += [_row_values(unit, header) for unit in row_units[len(rows):]]
         note = "This table is long; rows past the first part were rebuilt from its row units."
     width = max([len(header)] + [len(r) for r in rows]) if (header or rows) else 0
     header = header + [""] * (width - len(header))
@@ -258,19 +256,17 @@ def table_view(corpus: Corpus, node_id: str) -> TableView:
     return TableView(node_id=node_id, label=node.label, caption=node.context, header=header, rows=rows, note=note)
 
 
-def _row_cells(text: str, header: list[str]) -> list[str]:
-    """'col A: 1; col B: 2' -> ['1', '2'] in header order (empty cells were left out of the unit)."""
+def _row_values(unit: Node, header: list[str]) -> list[str]:
+    """A row unit's values in header order ("" for a cell left empty, and so left out of the unit);
+    a row stored without cells shows its whole text in one cell."""
+    if unit.row is None:
+        return [unit.text]
     names = [h or f"column {i + 1}" for i, h in enumerate(header)]
     values = dict.fromkeys(names, "")
-    current = None
-    for piece in text.split("; "):
-        name = next((n for n in names if piece.startswith(n + ": ")), None)
-        if name is not None:
-            current = name
-            values[name] = piece[len(name) + 2:]
-        elif current is not None:  # a value that itself held '; '
-            values[current] += "; " + piece
-    return list(values.values()) if names else [text]
+    for cell in unit.row.cells:
+        if cell.header in values:
+            values[cell.header] = cell.value
+    return list(values.values()) if names else [cell.value for cell in unit.row.cells]
 
 
 # ---------------------------------------------------------------- export

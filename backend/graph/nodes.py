@@ -20,6 +20,11 @@ place: a string kept from a record that dies later would keep the allocator's ar
 from going back to the system (at 10k pages the load's memory did not fall at all while the
 table kept strings out of the records it had made Nodes of). Whatever else a corpus keeps of an
 id (layer rows, document members) is the table's string too: `canonical`.
+
+A row node's cells (`Node.row`, a TableRow) are not kept as strings: its text is the row's index
+text, which writes the table label and every header and value in order, so the table keeps the
+lengths of those pieces (one int each, in `_row_spec`) and `row_of` cuts them out of the text
+again. A row whose text is not its cells' index text is refused when the table is built.
 """
 
 from __future__ import annotations
@@ -30,19 +35,34 @@ from collections.abc import Iterable, Iterator, Mapping
 
 import numpy as np
 
-from backend.types import Layer, Node, NodeKind
+from backend.types import Cell, Layer, Node, NodeKind, TableRow
 
 _LAYERS = tuple(Layer)
 _LAYER_CODE = {k: i for i, k in enumerate(_LAYERS)}
 _KINDS = tuple(NodeKind)
 _KIND_CODE = {k: i for i, k in enumerate(_KINDS)}
 _NO_BOX = (math.nan,) * 4  # a node without a box
+_new_tuple = tuple.__new__  # makes a NamedTuple without its Python-level __new__
 
 
 def own_string(value: str) -> str:
     """A new string object equal to `value` (str() and slicing return the same object): one
     that does not keep the record it came from, or the memory around that record, alive."""
     return value.encode("utf-8", "surrogatepass").decode("utf-8", "surrogatepass")
+
+
+def _row_lengths(n: Node) -> list[int]:
+    """[table label's length (-1: none), number of cells, then each cell's header and value
+    lengths]: what NodeTable keeps of a row node's cells. ValueError when the node's text is not
+    its cells' index text (the cells could not be cut out of it)."""
+    row = n.row
+    if n.text != row.index_text():
+        raise ValueError(f"row node {n.id}: its text {n.text[:80]!r} is not its cells' index text "
+                         f"{row.index_text()[:80]!r}; build a row node's text with TableRow.index_text().")
+    spec = [len(row.table) if row.table else -1, len(row.cells)]
+    for header, value in row.cells:
+        spec += (len(header), len(value))
+    return spec
 
 
 class _Pool:
@@ -126,6 +146,7 @@ class NodeTable(Mapping[str, Node]):
         boxes, ends = array("d"), array("q")
         text = bytearray()
         pools = {name: _Pool() for name in self._POOLED}
+        row_at, row_spec = array("q"), array("i")  # per node: its start in row_spec, -1 without cells
         for n in nodes:
             if n.id in self.rows:
                 raise ValueError(f"node {n.id} given twice")
@@ -140,6 +161,9 @@ class NodeTable(Mapping[str, Node]):
             ends.append(len(text))
             for name, pool in pools.items():
                 pool.add(getattr(n, name), self.rows, self.ids)
+            row_at.append(-1 if n.row is None else len(row_spec))
+            if n.row is not None:
+                row_spec.extend(_row_lengths(n))
         # array columns: indexing one gives a Python value without numpy's per-scalar cost
         self._layer, self._kind, self._page, self._order, self._box, self._ends = layer, kind, page, order, boxes, ends
         self._text = bytes(text)
@@ -149,6 +173,7 @@ class NodeTable(Mapping[str, Node]):
         self._doc, self._docs = self._codes["doc"], self._values["doc"]
         self._parent, self._parents = self._codes["parent"], self._values["parent"]
         self._layer_row: array | None = None  # made by the first layer_rows
+        self._row_at, self._row_spec = row_at, row_spec
 
     # ---------------------------------------------------------------- Mapping
 
@@ -184,7 +209,27 @@ class NodeTable(Mapping[str, Node]):
         n.role = self._pooled("role", row)
         n.order = self._order[row]
         n.context = self._pooled("context", row) or ""
+        n.row = self._table_row(row, n.text)
         return n
+
+    def _table_row(self, row: int, text: str) -> TableRow | None:
+        """The cells of the node at `row`, cut out of its text by the lengths kept for them; made
+        without validation, as `node` makes a Node (the cells were validated when the node was)."""
+        at = self._row_at[row]
+        if at < 0:
+            return None
+        spec = self._row_spec
+        table_len, n_cells = spec[at], spec[at + 1]
+        pos = table_len + 2 if table_len > 0 else 0
+        cells = []
+        for i in range(at + 2, at + 2 + 2 * n_cells, 2):
+            value_at, value_len = pos + spec[i] + 2, spec[i + 1]
+            cells.append(_new_tuple(Cell, (text[pos:value_at - 2], text[value_at:value_at + value_len])))  # Cell(h, v), faster
+            pos = value_at + value_len + 2
+        table_row = object.__new__(TableRow)
+        object.__setattr__(table_row, "table", None if table_len < 0 else text[:table_len])  # frozen: set as its __init__ does
+        object.__setattr__(table_row, "cells", tuple(cells))
+        return table_row
 
     def _pooled(self, name: str, row: int) -> str | None:
         code = self._codes[name][row]
@@ -217,6 +262,11 @@ class NodeTable(Mapping[str, Node]):
 
     def text_of(self, node_id: str) -> str:
         return self._text_at(self.rows[node_id])
+
+    def row_of(self, node_id: str) -> TableRow | None:
+        """A row node's cells (None for other nodes, and for rows stored without cells)."""
+        row = self.rows[node_id]
+        return self._table_row(row, self._text_at(row)) if self._row_at[row] >= 0 else None
 
     def page_of(self, node_id: str) -> int:
         return self._page[self.rows[node_id]]
@@ -257,5 +307,6 @@ class NodeTable(Mapping[str, Node]):
 
     def nbytes(self) -> int:
         """Bytes of the columns and the text buffer (not the id strings or the pooled values)."""
-        columns = (self._layer, self._kind, self._page, self._order, self._box, self._ends, *self._codes.values())
+        columns = (self._layer, self._kind, self._page, self._order, self._box, self._ends, self._row_at, self._row_spec,
+                   *self._codes.values())
         return sum(len(a) * a.itemsize for a in columns) + len(self._text)

@@ -7,6 +7,12 @@ transaction, so a crash or kill mid-ingest leaves the previous state readable. F
 a cache stamped with the database generation; a stale or missing one is rebuilt from the stored
 embeddings on open (no re-encoding). Files (PDF copy, crops) are written before the commit and
 named by content hash, so a crash can only leave unreferenced files behind.
+
+A row node's record holds its cells (`Node.row`). A workspace written before rows carried cells
+loads as it is: its rows have `row` None, the readers of cells treat them as rows without cells
+(no row label, no cell arithmetic; their text is read like a sentence's), and the load logs a
+warning that says so and how to give them cells (re-ingest). Their text is never parsed back
+into cells.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ import numpy as np
 from backend.errors import WorkspaceError
 from backend.graph.edges import EdgeRow
 from backend.graph.nodes import own_string
-from backend.types import EDGE_JSON, FURNITURE_KINDS, NODE_JSON, SECTION_JSON, Block, Document, Edge, EdgeKind, Layer, Node, ParsedDocument, PendingDocLink, Section
+from backend.types import EDGE_JSON, FURNITURE_KINDS, NODE_JSON, SECTION_JSON, Block, Document, Edge, EdgeKind, Layer, Node, NodeKind, ParsedDocument, PendingDocLink, Section
 
 log = logging.getLogger(__name__)
 
@@ -368,6 +374,7 @@ class WorkspaceStore:
         wanted = "1" if read_layers is None else among(read_layers)
         where = "1" if layers is None else among(layers)
         query = f"SELECT json, emb IS NOT NULL, CASE WHEN {wanted} THEN emb END FROM nodes WHERE {where} ORDER BY doc, seq"  # noqa: S608 - ints only
+        without_cells = 0
         for js, has_emb, emb in self._db.execute(query):
             node = NODE_JSON.validate_json(js)
             node.id = own_string(node.id)
@@ -375,7 +382,12 @@ class WorkspaceStore:
                 embs[node.id] = emb
             elif has_emb:
                 embs.mark_unread(node.id)
+            without_cells += node.row is None and node.kind is NodeKind.ROW
             yield node
+        if without_cells:
+            log.warning("%d table rows of the workspace '%s' were stored without their cells (written by an older "
+                        "Strata): they are read as text, without row labels or cell arithmetic. Re-ingest the PDFs "
+                        "into a new workspace to give them cells.", without_cells, self.root)
 
     def node_vector(self, node_id: str) -> bytes:
         row = self._db.execute("SELECT emb FROM nodes WHERE id=? AND emb IS NOT NULL", (node_id,)).fetchone()

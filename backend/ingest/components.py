@@ -18,7 +18,9 @@ import pysbd
 
 from backend.ingest.hierarchy import Hierarchy
 from backend.ingest.layout import LayoutBlock, join_lines
-from backend.types import FURNITURE_KINDS, NAVIGATION_KINDS, BBox, Block, BlockKind, Edge, EdgeKind, Layer, Node, NodeKind, Section
+from backend.types import (
+    FURNITURE_KINDS, NAVIGATION_KINDS, BBox, Block, BlockKind, Cell, Edge, EdgeKind, Layer, Node, NodeKind, Section, TableRow,
+)
 
 log = logging.getLogger(__name__)
 
@@ -81,16 +83,14 @@ def _sentences(seg: pysbd.Segmenter, text: str, spans: list[tuple[int, int, BBox
     return out or [(text, fallback)]
 
 
-def _table_texts(label: str | None, header: list[str], rows: list[list[str]]) -> tuple[str, list[str]]:
+def _table_texts(label: str | None, header: list[str], rows: list[list[str]]) -> tuple[str, list[TableRow]]:
+    """The table's text (a ' | '-joined line per row, header first, cut at MAX_TABLE_TEXT) and its
+    data rows as TableRows: each non-empty cell under its header ("column 3" for an empty one)."""
     names = [h or f"column {i + 1}" for i, h in enumerate(header)]
     lines = [" | ".join(names)] + [" | ".join(r) for r in rows]
     table_text = "\n".join(lines)[:MAX_TABLE_TEXT]
-    row_texts = []
-    prefix = f"{label}: " if label else ""
-    for r in rows:
-        cells = [f"{n}: {v}" for n, v in zip(names, r) if v]
-        row_texts.append(prefix + "; ".join(cells))
-    return table_text, row_texts
+    table_rows = [TableRow(table=label, cells=tuple(Cell(n, v) for n, v in zip(names, r) if v)) for r in rows]
+    return table_text, table_rows
 
 
 def _save_crop(pdf: pymupdf.Document, page_no: int, bbox: BBox, path: Path, dpi: int) -> bool:
@@ -179,13 +179,15 @@ class _Builder:
             Block(page=b.page, bbox=_rounded(b.bbox), kind=b.kind, text=b.text, order=b.order, level=level, confidence=conf, node=node_id)
         )
 
-    def _subunits(self, parent: str, sec_id: str, page: int, order: int, subs: list[tuple[NodeKind, str, BBox]]) -> None:
-        for i, (kind, sub_text, bbox) in enumerate(subs):
+    def _subunits(self, parent: str, sec_id: str, page: int, order: int, subs: list[tuple[NodeKind, str | TableRow, BBox]]) -> None:
+        """One node per subunit: a sentence's or region's text, or a table row (its text the row's index text)."""
+        for i, (kind, sub, bbox) in enumerate(subs):
             sid = f"{parent}.{i}"
+            row = sub if isinstance(sub, TableRow) else None
             self.out.nodes.append(
                 Node(
-                    id=sid, layer=Layer.SUBCOMPONENT, kind=kind, doc=self.doc_id, text=sub_text, section=sec_id,
-                    page=page, bbox=_rounded(bbox), parent=parent, order=order,
+                    id=sid, layer=Layer.SUBCOMPONENT, kind=kind, doc=self.doc_id, text=sub if row is None else row.index_text(),
+                    section=sec_id, page=page, bbox=_rounded(bbox), parent=parent, order=order, row=row,
                 )
             )
             self.out.edges.append(Edge(src=parent, dst=sid, kind=EdgeKind.CONTAINS, provenance=kind.value))
@@ -230,9 +232,9 @@ class _Builder:
             if _save_crop(self.pdf, b.page, b.bbox, self.crops_dir / name, self.crop_dpi):
                 crop_rel = f"{self.crop_rel_prefix}/{name}"
         if is_table:
-            table_text, row_texts = _table_texts(label, b.table.header, b.table.rows)
+            table_text, table_rows = _table_texts(label, b.table.header, b.table.rows)
             text = f"{context}\n{table_text}" if context else table_text
-            subs = [(NodeKind.ROW, rt, rb) for rt, rb in zip(row_texts, b.table.row_bboxes)]
+            subs = [(NodeKind.ROW, row, rb) for row, rb in zip(table_rows, b.table.row_bboxes)]
         else:
             text, subs = self._figure_texts(b, cap, upper)
         self.out.nodes.append(
@@ -245,7 +247,7 @@ class _Builder:
         self._subunits(node_id, sec_id, b.page, b.order, subs)
         return node_id
 
-    def _figure_texts(self, b: LayoutBlock, cap: LayoutBlock | None, upper: str) -> tuple[str, list[tuple[NodeKind, str, BBox]]]:
+    def _figure_texts(self, b: LayoutBlock, cap: LayoutBlock | None, upper: str) -> tuple[str, list[tuple[NodeKind, str | TableRow, BBox]]]:
         inner_text = " ".join(t for _, t in b.inner)
         parts = [p for p in (cap.text if cap is not None else "", inner_text, "" if cap is not None else upper) if p]
         text = "\n".join(parts) or "(figure without text)"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from backend.index.lexical import tokenize
+from backend.types import TableRow
 
 WORD_RE = re.compile(r"[\w'’-]+")  # a word with its apostrophes and hyphens ("Wayne's", "Jean-Luc")
 QUESTION_WORDS = {"mani", "much", "how", "what", "which", "when", "who", "whom", "whose", "where", "why"}
@@ -23,12 +24,10 @@ def content_tokens_each(texts: list[str]) -> list[set[str]]:
 BRACKETED_RE = re.compile(r"\([^()]*\)")
 
 
-def row_label(text: str) -> str:
-    """A table row's label, its first cell's value: "Operating expenses" of "Table 1: column 1:
-    Operating expenses; 2019: 261,264; 2018: 194,054" (a row is written "<table label>: <header>:
-    <value>; ...", backend/ingest/components.py; the label is what follows the first cell's last ": ")."""
-    first = text.split("; ", 1)[0]
-    return first.rsplit(": ", 1)[-1] if ": " in first else ""
+def row_label(row: TableRow | None) -> str:
+    """A table row's label, its first cell's value ("Operating expenses" of the row whose cells are
+    column 1: Operating expenses, 2019: 261,264, ...); "" for a row without cells (or no row)."""
+    return row.label if row is not None else ""
 
 
 def named_label(label: str, words: set[str]) -> bool:

@@ -87,7 +87,7 @@ def measures_in_rows(corpus) -> frozenset[int]:
     found: set[int] = set()
     for rows in corpus.derived(rows_by_doc).values():
         for row_id in rows:
-            label = row_label(corpus.nodes.text_of(row_id))
+            label = row_label(corpus.nodes.row_of(row_id))
             if _ANY.search(label):
                 found.update(i for i, (pattern, _) in enumerate(_COMPILED) if pattern.search(label))
     return frozenset(found)

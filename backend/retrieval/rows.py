@@ -57,7 +57,7 @@ def named_rows_first(corpus, question: str, hits: list[ScoredNode], trace: Trace
             continue
         for row_id in rows:
             row = nodes[row_id]
-            label = row_label(row.text)
+            label = row_label(row.row)
             if named_label(label, words):
                 pages.setdefault((row.doc, row.page), label)
     if not pages:
@@ -105,7 +105,7 @@ def _rows_named_in(corpus, docs: frozenset[str], words: set[str], seen: set[str]
     for doc in sorted(docs):
         by_label: dict[str, list[str]] = {}
         for row_id in by_doc.get(doc, ()):
-            label = row_label(nodes.text_of(row_id))
+            label = row_label(nodes.row_of(row_id))
             if named_label(label, words):
                 by_label.setdefault(label.casefold(), []).append(row_id)
         for rows in by_label.values():

@@ -29,13 +29,15 @@ from backend.graph.entities import (
 from backend.graph.edges import EdgeTable
 from backend.graph.store import WorkspaceStore
 from backend.llm.rules import RulesBackend
-from backend.types import EdgeKind, Layer, Node, NodeKind
+from backend.types import Cell, EdgeKind, Layer, Node, NodeKind, TableRow
 from tests.fakes import ScriptedLLM
 
 
-def _extract(*sentences: str, known: list[str] = (), label: str | None = None, rows: list[str] = ()) -> dict:
+def _extract(*sentences: str, known: list[str] = (), label: str | None = None, rows: list[list[tuple[str, str]]] = ()) -> dict:
+    """rows: each row's (header, value) cells, in the label's table."""
     units = [{"id": f"s{i}", "kind": "caption" if label else "sentence", "text": s} for i, s in enumerate(sentences)]
-    units += [{"id": f"r{i}", "kind": "row", "text": r} for i, r in enumerate(rows)]
+    tables = [TableRow(table=label, cells=tuple(Cell(h, v) for h, v in cells)) for cells in rows]
+    units += [{"id": f"r{i}", "kind": "row", "text": row.index_text(), "row": row} for i, row in enumerate(tables)]
     payload = ExtractPayload(units=units, label=label, known=list(known), text="")
     return RulesBackend().run(EXTRACT, payload).model_dump()
 
@@ -89,7 +91,7 @@ def test_rules_read_table_rows_and_the_caption_of_a_labelled_table():
     answer = _extract(
         "Table 1: Option assumptions of Acme Corporation",
         label="Table 1",
-        rows=["Table 1: Assumption: Dividend yield; 2019: 4.5%; 2018: 4.6%"],
+        rows=[[("Assumption", "Dividend yield"), ("2019", "4.5%"), ("2018", "4.6%")]],
     )
     types = _types(answer)
     assert types["Table 1"] == "table"

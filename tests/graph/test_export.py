@@ -18,7 +18,7 @@ from backend.errors import StrataError
 from backend.graph import export
 from backend.graph.corpus import Corpus
 from backend.ingest.speed import DEFAULT_SECONDS, PageMix, SpeedModel
-from backend.types import Document, Edge, EdgeKind, Layer, Node, NodeKind, Section
+from backend.types import Cell, Document, Edge, EdgeKind, Layer, Node, NodeKind, Section, TableRow
 from tests.conftest import SAMPLE_PDFS
 
 
@@ -247,11 +247,10 @@ def tiny_corpus() -> Corpus:
              section="d:s0", parent="d:s0"),
         Node(id="d:t0", layer=Layer.COMPONENT, kind=NodeKind.TABLE, doc="d", text="Table 1: Cut\nName | Value\nalpha | 1\nbeta | 2",
              section="d:s0", parent="d:s0", label="Table 1", context="Table 1: Cut"),
-        Node(id="d:t0.0", layer=Layer.SUBCOMPONENT, kind=NodeKind.ROW, doc="d", text="Table 1: Name: alpha; Value: 1",
-             section="d:s0", parent="d:t0"),
-        Node(id="d:t0.1", layer=Layer.SUBCOMPONENT, kind=NodeKind.ROW, doc="d", text="Table 1: Name: beta; Value: 2; or 3",
-             section="d:s0", parent="d:t0"),
-        Node(id="d:t0.2", layer=Layer.SUBCOMPONENT, kind=NodeKind.ROW, doc="d", text="Table 1: Name: gamma", section="d:s0", parent="d:t0"),
+        *(Node(id=f"d:t0.{i}", layer=Layer.SUBCOMPONENT, kind=NodeKind.ROW, doc="d", text=row.index_text(), row=row,
+               section="d:s0", parent="d:t0")
+          for i, row in enumerate(TableRow(table="Table 1", cells=tuple(Cell(h, v) for h, v in cells)) for cells in (
+              [("Name", "alpha"), ("Value", "1")], [("Name", "beta"), ("Value", "2; or 3")], [("Name", "gamma")]))),
     ]
     edges = [Edge(src=n.parent, dst=n.id, kind=EdgeKind.CONTAINS) for n in nodes if n.parent]
     dims = {name: 4 for name in ("documents", "sections", "components", "subcomponents")}

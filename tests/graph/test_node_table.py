@@ -148,3 +148,64 @@ def test_layer_codes_and_parent_rows_are_the_one_field_readers_as_arrays():
     assert table.parent_rows()[table.rows["d1:c1:r0"]] == table.rows["d1:c1"]
     orphan = NodeTable([*NODES, Node(id="d3:r0", layer=Layer.SUBCOMPONENT, kind=NodeKind.ROW, doc="d3", text="x", parent="gone")])
     assert orphan.parent_rows()[-1] == -1  # a parent that is no node
+
+
+def _row_node(node_id: str, row, **fields) -> Node:
+    return Node(id=node_id, layer=Layer.SUBCOMPONENT, kind=NodeKind.ROW, doc="d9", text=row.index_text(), row=row,
+                parent="d9:t1", **fields)
+
+
+def test_a_row_nodes_cells_round_trip_through_the_store_and_the_table(tmp_path, caplog):
+    """Cells go to disk with the node and come back equal from the store, from the NodeTable's
+    records and from row_of, also cells whose values hold the row's separators ("; ", ": "). A row
+    stored without cells (a workspace written before rows had them) loads with row None, and the
+    load says so."""
+    import json
+    import logging
+    import sqlite3
+
+    from backend.graph.store import DB_NAME, StoredVectors, WorkspaceStore
+    from backend.types import NODE_JSON, Cell, Document, ParsedDocument, Section, TableRow
+
+    labelled = TableRow(table="Table 3", cells=(Cell("column 1", "Deferred revenue"), Cell("2019", "$(263)"),
+                                                Cell("Note", "see 4; restated: yes"), Cell("2 0 1 8", "1,024")))
+    plain = TableRow(table=None, cells=(Cell("Ward", "Ünïcode Nörth 🙂"), Cell("Trees", "1,240")))
+    empty = TableRow(table="Table 4", cells=())
+    nodes = [Node(id="d9", layer=Layer.DOCUMENT, kind=NodeKind.DOCUMENT, doc="d9", text="A"),
+             Node(id="d9:t1", layer=Layer.COMPONENT, kind=NodeKind.TABLE, doc="d9", text="table", label="Table 3"),
+             _row_node("d9:t1.0", labelled, page=2), _row_node("d9:t1.1", plain, order=5), _row_node("d9:t1.2", empty)]
+    store = WorkspaceStore(tmp_path / "ws")
+    doc = Document(id="d9", file_name="a.pdf", title="A", pages=2, sha256="x", bytes=1, card="A", hierarchy_source="flat",
+                   page_sizes=[(612.0, 792.0)] * 2)
+    parsed = ParsedDocument(document=doc, sections=[Section(id="d9:s0", doc="d9", title="A", level=0, parent=None,
+                                                            path=["A"], page=1, bbox=None, confidence=1.0, source="root")],
+                            nodes=nodes, edges=[], blocks=[])
+    source = tmp_path / "a.pdf"
+    source.write_bytes(b"%PDF-1.4")
+    store.add_document(parsed, source, {})
+    loaded = list(store.iter_nodes(StoredVectors(store)))
+    assert loaded == nodes and loaded[2].row == labelled and loaded[2].text == labelled.index_text()
+    table = NodeTable(loaded)
+    assert [table[n.id] for n in nodes] == nodes
+    assert [table.row_of(n.id) for n in nodes] == [None, None, labelled, plain, empty]
+    assert table.row_of("d9:t1.0").label == "Deferred revenue" and table.row_of("d9:t1.2").label == ""
+    # A row written before rows carried cells: its record has no "row" key.
+    old = json.loads(NODE_JSON.dump_json(loaded[3]))
+    del old["row"]
+    with sqlite3.connect(tmp_path / "ws" / DB_NAME) as db:
+        db.execute("UPDATE nodes SET json=? WHERE id=?", (json.dumps(old), "d9:t1.1"))
+    with caplog.at_level(logging.WARNING, logger="backend.graph.store"):
+        reloaded = list(store.iter_nodes(StoredVectors(store)))
+    assert reloaded[3].row is None and reloaded[3].text == plain.index_text()
+    assert NodeTable(reloaded).row_of("d9:t1.1") is None
+    assert any("1 table rows" in r.message and "Re-ingest" in r.message for r in caplog.records)
+    store.close()
+
+
+def test_a_row_whose_text_is_not_its_cells_index_text_is_refused():
+    from backend.types import Cell, TableRow
+
+    row = TableRow(table="Table 1", cells=(Cell("column 1", "Revenue"), Cell("2019", "4.2")))
+    node = Node(id="r", layer=Layer.SUBCOMPONENT, kind=NodeKind.ROW, doc="d", text="Revenue 2019 4.2", row=row)
+    with pytest.raises(ValueError, match="TableRow.index_text"):
+        NodeTable([node])

@@ -150,6 +150,8 @@ def test_tables_with_captions_and_header_repeated_in_every_row(parsed, parse_roo
             for r in rows:
                 assert r.kind == NodeKind.ROW and r.layer == Layer.SUBCOMPONENT
                 assert r.text.startswith(f"{t.label}: ")
+                assert r.row is not None and r.row.table == t.label and r.row.index_text() == r.text  # the cells write the text
+                assert [c.header for c in r.row.cells] == [h for h in header if f"{h}: " in r.text]
                 for h in header:
                     assert f"{h}: " in r.text, f"{name} {t.label}: header {h!r} missing from row {r.text!r}"
                 assert r.page == t.page and r.bbox is not None
@@ -164,6 +166,8 @@ def test_known_table_content(parsed):
     eastgate = [r for r in rows if "District: Eastgate" in r]
     assert len(eastgate) == 1
     assert "Canopy 2019 (%): 10.9" in eastgate[0] and "Canopy 2023 (%): 14.6" in eastgate[0]
+    cells = next(n.row for n in doc.nodes if n.parent == table1.id and n.text == eastgate[0]).cells
+    assert cells[0] == ("District", "Eastgate") and ("Canopy 2023 (%)", "14.6") in cells
     annex = parsed["data_annex.pdf"]
     table2 = next(n for n in annex.nodes if n.label == "Table 2" and n.kind == NodeKind.TABLE)
     summer_2022 = [n.text for n in annex.nodes if n.parent == table2.id and "Summer: 2022" in n.text]

@@ -17,7 +17,8 @@ from backend.llm.rules import RulesBackend
 
 PAYLOAD = {
     "question": "How many trees were planted?",
-    "evidence": [{"id": "u1", "kind": "sentence", "text": "1200 trees were planted in 2023 .", "score": 0.9, "coverage": 0.7}],
+    "evidence": [{"id": "u1", "kind": "sentence", "text": "1200 trees were planted in 2023 .", "score": 0.9, "cosine": 0.9,
+                  "coverage": 0.7, "role": "anchor"}],
     "threshold": 0.35,
 }
 PROMPT = "[Context] 1200 trees were planted in 2023 . [Question] How many trees were planted ?"

@@ -25,7 +25,8 @@ PNG = base64.b64decode(
 ANSWER = {"answer": "1200", "citations": ["u1"], "abstain": False, "confidence": 0.8, "reason": "unit u1 says so"}
 PAYLOAD = {
     "question": "How many trees were planted?",
-    "evidence": [{"id": "u1", "kind": "sentence", "text": "The city planted 1200 trees in 2023.", "score": 0.9, "coverage": 0.7}],
+    "evidence": [{"id": "u1", "kind": "sentence", "text": "The city planted 1200 trees in 2023.", "score": 0.9, "cosine": 0.9,
+                  "coverage": 0.7, "role": "anchor"}],
     "threshold": 0.35,
 }
 PROMPT = "[Context]\n[UNIT id=u1] The city planted 1200 trees in 2023.\n\n[Question]\nHow many trees were planted?"

@@ -93,7 +93,7 @@ def test_lilac_and_fif_decompositions_are_two_tasks_with_their_own_prompts():
 
 
 def test_the_readers_prompt_as_a_typed_task_gives_the_raw_transports_reply():
-    from backend.llm.answer import ANSWER, AnswerPayload
+    from backend.reader import ANSWER, AnswerPayload
 
     evidence = [{"id": "u1", "kind": "sentence", "text": "The programme planted 1,240 street trees in 2021.", "score": 0.8,
                  "cosine": 0.7, "coverage": 0.6, "role": "anchor"}]

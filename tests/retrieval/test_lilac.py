@@ -117,7 +117,7 @@ def test_rules_decomposition(question, n, dependent):
     assert len(subs) == n, subs
     assert any(s["depends_on"] for s in subs) == dependent
     # Every content word of the question is covered by some subquery.
-    from backend.llm.rules import QUESTION_WORDS, content_tokens
+    from backend.llm.text import QUESTION_WORDS, content_tokens
 
     covered = set().union(*(content_tokens(s["text"]) for s in subs))
     assert content_tokens(question) - QUESTION_WORDS <= covered
@@ -428,7 +428,7 @@ def test_rules_decompose_every_probe_question_into_covering_hops():
     import json
     from pathlib import Path
 
-    from backend.llm.rules import QUESTION_WORDS, content_tokens
+    from backend.llm.text import QUESTION_WORDS, content_tokens
 
     probes = Path(__file__).resolve().parents[2] / "bench" / "probes"
     questions = [json.loads(line)["question"] for path in sorted(probes.glob("*.jsonl"))

@@ -12,15 +12,16 @@ import pytest
 from backend.llm.text import named_label, row_label
 from backend.retrieval.rows import named_rows_first
 from backend.retrieval.traits import is_long_separate_corpus
-from backend.types import NodeKind, ScoredNode, Trace
+from backend.types import Cell, NodeKind, ScoredNode, TableRow, Trace
 from tests.fakes import drawn_report, ingest_drawn, ruled_table
 
 
 def test_a_rows_label_is_its_first_cell():
-    assert row_label("Table 1: column 1: Operating expenses; 2019: 261,264; 2018: 194,054") == "Operating expenses"
-    assert row_label("Table 2: OPERATING REVENUES: Bell Wireless; Q4 2019: 2,493") == "Bell Wireless"
-    assert row_label("(In Millions): Data Center Group; Dec 28, 2019: $7,155") == "Data Center Group"
-    assert row_label("no cells here") == ""
+    assert row_label(TableRow(table="Table 1", cells=(Cell("column 1", "Operating expenses"), Cell("2019", "261,264")))) \
+        == "Operating expenses"
+    assert row_label(TableRow(table=None, cells=(Cell("(In Millions)", "Data Center Group"), Cell("Dec 28, 2019", "$7,155")))) \
+        == "Data Center Group"
+    assert row_label(TableRow(table="Table 2", cells=())) == "" and row_label(None) == ""  # no cells, or a row stored without them
 
 
 def test_every_word_of_the_label_must_be_written_but_not_what_it_says_in_brackets():
@@ -170,7 +171,7 @@ def test_a_row_the_question_names_in_a_document_it_names_joins_the_hits(service,
     pipeline = service._pipeline(corpus, None, None)
     hits, trace = pipeline.retrieve(_SecondPageOnly(prose[2]), "strata", "What were the total liabilities of ACME in 2021?", 5, {})
     assert [(corpus.nodes.doc_of(h.node_id), corpus.nodes.page_of(h.node_id)) for h in hits] == [(acme, 1), (acme, 2)]
-    assert row_label(corpus.nodes.text_of(hits[0].node_id)) == "Total liabilities"
+    assert row_label(corpus.nodes.row_of(hits[0].node_id)) == "Total liabilities"
     assert all(a.score >= b.score for a, b in zip(hits, hits[1:]))
     assert any("1 of those rows the strategy had not ranked" in n for n in trace.notes), trace.notes
     hits, _ = pipeline.retrieve(_SecondPageOnly(prose[2]), "strata", "What was the total of ACME in 2021?", 5, {})

@@ -8,8 +8,9 @@ question) each one covers best, hands the best ones (and the best unit of each s
 leave out, and a few units of the bridge pages: the pages that the best unit of a subquery other
 than the asking one names by title, or for a question left unsplit the pages its best unit names,
 and the pages a bridge page names by the role the asking subquery asks about) to the LLM
-backend's typed ANSWER task (backend/llm/answer.py), and turns the cited ids into citations with
+backend's typed ANSWER task (backend/reader/task.py), and turns the cited ids into citations with
 document, page, box and section path. Abstains ("not enough evidence") when the backend does.
+A table row's unit carries the row's cells (EvidenceUnit.row), which the rules read.
 """
 
 from __future__ import annotations
@@ -20,10 +21,13 @@ from collections.abc import Sequence
 import numpy as np
 
 from backend.graph.corpus import Corpus
-from backend.llm.answer import ANSWER, AnswerPayload, EvidenceUnit
-from backend.llm.base import LLMBackend
-from backend.llm.rules import NOT_ENOUGH, QUESTION_WORDS, asking_subquery, content_tokens
 from backend.index.texts import strip_qualifier
+from backend.llm.base import LLMBackend
+from backend.llm.text import QUESTION_WORDS, content_tokens
+from backend.reader.evidence import AnswerPayload, EvidenceUnit
+from backend.reader.questions import asking_subquery
+from backend.reader.rules import NOT_ENOUGH
+from backend.reader.task import ANSWER
 from backend.retrieval.mentions import title_index
 from backend.retrieval.references import named_in, question_references, reference_words
 from backend.types import Answer, Citation, DecomposeStep, EvidencePack, Trace
@@ -115,7 +119,7 @@ class EvidenceReader:
                 sq, sq_cov = _best_subquery(tokens, sub_tokens)
                 scored.append(EvidenceUnit(
                     id=sid, kind=node.kind.value, text=node.text, score=round(score, 4), cosine=round(cos, 4),
-                    coverage=round(coverage, 4), role=unit.role, subquery=sq, sub_coverage=round(sq_cov, 4),
+                    coverage=round(coverage, 4), role=unit.role, subquery=sq, sub_coverage=round(sq_cov, 4), row=node.row,
                 ))
         scored.sort(key=lambda e: (-e.score, e.id))
         return self.on_bridge_pages(question, scored, subqueries)

@@ -1,18 +1,13 @@
-"""The reader's prompt (HiKEY/LILaC: answer from the packed evidence, cite unit ids, or abstain)
-as a typed task, `ANSWER`, so a reader can `llm.run(ANSWER, AnswerPayload(...))` like every other
-prompt. Offline it is answered by `answer_by_rules` (backend/llm/rules.py).
-
-The reader (backend/reader.py) runs it with `llm.run(ANSWER, payload)`: the rules backend calls
-the rules, a model backend renders the prompt and validates its JSON with `AnswerReply`.
-"""
+"""What goes into the reader's ANSWER task and what comes back: the scored evidence units (a table
+row's with its cells), the payload, and the reply. The rules (backend/reader/rules.py) and the
+task (backend/reader/task.py) both read these models; a model backend sees them as JSON."""
 
 from __future__ import annotations
 
 from pydantic import Field
 
-from backend.llm.base import ANSWER_PROMPT, ANSWER_SCHEMA
-from backend.llm.rules import answer_by_rules, asking_subquery
-from backend.llm.task import LLMTask, TaskAnswer, TaskPayload
+from backend.llm.task import TaskAnswer, TaskPayload
+from backend.types import TableRow
 
 
 class EvidenceUnit(TaskPayload):
@@ -30,6 +25,7 @@ class EvidenceUnit(TaskPayload):
     bridge: str = Field("", description="The name its page is about, when that page is the bridge: the one the best "
                         "unit of another subquery names (the asking subquery's answer is read there).")
     hop: int = Field(0, description="1 for a bridge page; 2 for a page a bridge page names by the role the asking subquery asks about.")
+    row: TableRow | None = Field(None, description="A table row's cells (kind 'row'); its text is row.index_text().")
 
 
 class AnswerPayload(TaskPayload):
@@ -46,21 +42,3 @@ class AnswerReply(TaskAnswer):
     abstain: bool
     confidence: float = 0.0
     reason: str = ""
-
-
-def _rules(payload: AnswerPayload) -> AnswerReply:
-    evidence = [e.model_dump() for e in payload.evidence]
-    asking = asking_subquery(payload.subqueries)
-    asking_text = payload.subqueries[asking] if asking is not None else ""
-    return AnswerReply.model_validate(answer_by_rules(payload.question, evidence, payload.threshold, len(payload.subqueries),
-                                                      asking, asking_text))
-
-
-ANSWER: LLMTask[AnswerPayload, AnswerReply] = LLMTask(
-    name="answer",
-    prompt=lambda p: ANSWER_PROMPT.format(context=p.context, question=p.question),
-    payload=AnswerPayload,
-    answer=AnswerReply,
-    rules=_rules,
-    schema=ANSWER_SCHEMA,
-)

@@ -1,0 +1,33 @@
+"""What the reader's rules look for in a unit's text: years, dates, numbers, names, places and the
+words that open a sentence. Patterns only; what a question asks is backend/reader/questions.py."""
+
+from __future__ import annotations
+
+import re
+
+YEAR_RE = re.compile(r"\b(?:19|20)\d{2}\b")
+DATE_YEAR_RE = re.compile(r"\b(?:1[5-9]|20)\d{2}\b")  # the year of a date DATE_RE found ("June 25, 1887")
+
+ENTITY_RE = re.compile(r"\b[A-Z][\w'’.-]*(?:\s+(?:(?:of|the|and|de|for|in)\s+)?[A-Z][\w'’.-]*)*")
+
+NUMBER_RE = re.compile(r"[-−]?[$€£]?\(?\d[\d,]*(?:\.\d+)?\)?\s?(?:%|percent|million|billion|thousand|bn|m\b|k\b)?", re.I)
+MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec"
+MONTH_RE = re.compile(rf"(?:{MONTHS})\.?")
+DATE_RE = re.compile(
+    rf"\b(?:(?:\d{{1,2}}\s+)?(?:{MONTHS})\.?\s+(?:\d{{1,2}},?\s+)?\d{{4}}|(?:{MONTHS})\s+\d{{1,2}}|\d{{4}}-\d{{2}}-\d{{2}}|(?:1[5-9]|20)\d{{2}})\b"
+)
+NAME_RE = re.compile(r"\b((?:[A-Z]\.\s*)+[A-Z][a-zA-Z'’\-]+|[A-Z][a-zA-Z'’\-]+(?:\s+(?:[A-Z]\.\s*)?[A-Z][a-zA-Z'’\-]+)+)")
+ADJECTIVE_USE_RE = re.compile(r"\s+(?!(?:of|the|and|de|for|in|is|was|are|were|has|had|who|which|that|a|an|to|on|at|by|from|with|as)\b)[a-z]")
+COMPOUND_RE = re.compile(r"-[a-z]+$")
+
+SENTENCE_OPENERS = frozenset(
+    "she he it they we i you his her its their our this that these those there thus however after before in on at by "
+    "from with as when while although though since during following later also then today a an the "
+    # prepositions, quantifiers and participles that open a sentence ("Along with Kapaun Mt. Carmel ...")
+    "along despite according among amongst between through throughout against around upon unlike besides within "
+    "both each every many most some several another other originally currently formerly located based born founded".split())
+FOOTNOTE_RE = re.compile(r"\(\d\)")
+FOOTNOTE_LEAD_RE = re.compile(r"^\(\d{1,2}\)\s+(?=[A-Z])")  # "(2) Original Equipment Manufacturers ...": a note's label
+
+BY_NAME_RE = re.compile(r"\bby (?:the )?([A-Z][\w'’-]+(?:\s+(?:(?:of|and|&|for)\s+)?(?:[A-Z]\.|[A-Z][\w'’-]+))*)")
+PLACE_RE = re.compile(r"\b(?:in|at|from|near)\s+((?:[A-Z][\w'’-]+)(?:\s+[A-Z][\w'’-]+)*)")
