@@ -50,6 +50,16 @@ class IngestSettings(_Section):
         "(1.6 s against 0.3 s per ruled page of a 10-Q on this CPU).",
     )
     max_tables_per_page: int = Field(12, description="Pages with more detected tables keep only the largest ones.")
+    # A cluster (backend/ingest/cluster.py); empty: the local path, and ray is never imported.
+    ray_address: str = Field(
+        "", description="Ingest on a Ray cluster: 'auto' (the cluster this machine joined with `ray start`), 'local' (a "
+        "throwaway cluster on this machine) or a cluster address (HOST:PORT, ray://HOST:PORT). Empty = ingest in this process. "
+        "Needs requirements-cluster.txt.",
+    )
+    ray_pages_per_task: int = Field(
+        64, ge=1, description="On a cluster, a file with more pages is read in ranges of this many pages, one task each, so "
+        "a long filing is spread over the nodes instead of holding one of them.",
+    )
 
 
 class IndexSettings(_Section):

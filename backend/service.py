@@ -219,9 +219,12 @@ class Service:
             try:
                 # The models load after the first file parses (Ingestor), not before.
                 recorded = store.encoder_signature
-                report = Ingestor(self.settings, lambda: self.encoders_for(recorded), lambda: self.image_encoder).ingest(
-                    store, [Path(f) for f in files], progress, display_names
-                )
+                ingestor = Ingestor(self.settings, lambda: self.encoders_for(recorded), lambda: self.image_encoder)
+                if self.settings.ingest.ray_address:  # on a cluster: its nodes load the encoders (cluster.py)
+                    from backend.ingest.cluster import ClusterIngestor
+
+                    ingestor = ClusterIngestor(self.settings, lambda: self.image_encoder)
+                report = ingestor.ingest(store, [Path(f) for f in files], progress, display_names)
             finally:
                 store.close()
         heap.trim()  # the parsed documents and encode batches of the ingest are freed
