@@ -45,7 +45,8 @@ def _workspace(args, settings: Settings) -> Path:
 
 def _stage_progress(ev: ProgressEvent) -> None:
     """Every event: a cluster ingest sends a few per file and stage, with the cluster's tasks and nodes."""
-    print(f"[{ev.done}/{ev.total}] {log_name(ev.doc)}: {ev.stage} {log_name(ev.message)}", file=sys.stderr)
+    tasks = f"; {ev.cluster.line()}" if ev.cluster is not None else ""
+    print(f"[{ev.done}/{ev.total}] {log_name(ev.doc)}: {ev.stage} {log_name(ev.message)}{tasks}", file=sys.stderr)
 
 
 def cmd_ingest(args, settings: Settings) -> int:

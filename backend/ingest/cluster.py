@@ -41,7 +41,7 @@ from backend.graph.store import WorkspaceStore
 from backend.index.image import ImageEncoder, encode_figures
 from backend.ingest.bounded import ParseJob, run_job
 from backend.ingest.parser import PARSER_VERSION, file_sha256, open_validated
-from backend.types import FileReport, IngestReport, ParsedDocument, ProgressEvent
+from backend.types import ClusterTasks, FileReport, IngestReport, ParsedDocument, ProgressEvent
 
 log = logging.getLogger(__name__)
 
@@ -99,15 +99,15 @@ class EncodedFile:
 
 @dataclass(slots=True)
 class ClusterProgress:
-    """Tasks and nodes of the batch, written into every progress event's message."""
+    """Tasks and nodes of the batch, sent with every progress event (ProgressEvent.cluster)."""
 
     running: int = 0
     done: int = 0
     failed: int = 0
     nodes: set[str] = field(default_factory=set)
 
-    def line(self) -> str:
-        return f"cluster: {self.running} tasks running, {self.done} done, {self.failed} failed; {len(self.nodes)} nodes in use"
+    def snapshot(self) -> ClusterTasks:
+        return ClusterTasks(running=self.running, done=self.done, failed=self.failed, nodes=len(self.nodes))
 
 
 # ---------------------------------------------------------------- the work on the nodes
@@ -394,9 +394,8 @@ class _Batch:
         return len({job.plan.index for _, job in self._waiting.values()})
 
     def _event(self, stage: str, job: _InFlight, done: int | None = None, total: int | None = None, note: str = "") -> None:
-        message = f"{note}; {self._status.line()}" if note else self._status.line()
         self._emit(ProgressEvent(stage=stage, doc=job.plan.name, done=self._stored if done is None else done,
-                                 total=self._total if total is None else total, message=message))
+                                 total=self._total if total is None else total, message=note, cluster=self._status.snapshot()))
 
     def _submit(self, job: _InFlight) -> None:
         """Send one file's tasks: its ranges (a long file) and its parse."""
