@@ -418,6 +418,7 @@ class _Batch:
         starts again, or fails once it has been lost MAX_ATTEMPTS times."""
         for ref in [r for r, (_, j) in self._waiting.items() if j is job]:
             del self._waiting[ref]
+            self._status.running -= 1
         log.warning("%s: the cluster lost its work (%s)", log_name(job.plan.name), type(exc).__name__)
         if job.attempt >= MAX_ATTEMPTS:
             self._fail(job, f"the cluster lost this file's tasks {MAX_ATTEMPTS} times (nodes died or left); ingest it again")

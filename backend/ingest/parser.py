@@ -309,14 +309,12 @@ def parse_pdf(
     progress: ProgressFn | None = None,
     display_name: str | None = None,
     memory_mb: int | None = None,
-    tell_processes: Callable[[int], None] | None = None,
-    page_reads: list[_PageRead] | None = None,
+    tell_processes: Callable[[int], None] | None = None, page_reads: list[_PageRead] | None = None,
 ) -> ParsedDocument:
     """Parse one PDF. Crops go to crops_root/<doc id>/ when crops_root is given. display_name: the
     file as the user named it (messages and the document's name); memory_mb: the memory share of
-    the process (settings.parse_memory_mb when None), which sizes the per-page bounds;
-    tell_processes(n): how many processes will read the pages (page_processes); page_reads: every
-    page read already, by read_page_range over ranges of the file (a cluster's tasks)."""
+    the process (settings.parse_memory_mb when None), which sizes the per-page bounds; tell_processes(n):
+    how many processes read the pages (page_processes); page_reads: every page, read by read_page_range."""
     name = clean_text(display_name or path.name)
     report = progress or (lambda stage, done, total: None)
     timings: dict[str, float] = {}
