@@ -219,11 +219,12 @@ class Service:
             try:
                 # The models load after the first file parses (Ingestor), not before.
                 recorded = store.encoder_signature
-                ingestor = Ingestor(self.settings, lambda: self.encoders_for(recorded), lambda: self.image_encoder)
-                if self.settings.ingest.ray_address:  # on a cluster: its nodes load the encoders (cluster.py)
+                if self.settings.ingest.ray_address:  # on a Ray cluster, whose nodes load the encoders
                     from backend.ingest.cluster import ClusterIngestor
 
                     ingestor = ClusterIngestor(self.settings, lambda: self.image_encoder)
+                else:
+                    ingestor = Ingestor(self.settings, lambda: self.encoders_for(recorded), lambda: self.image_encoder)
                 report = ingestor.ingest(store, [Path(f) for f in files], progress, display_names)
             finally:
                 store.close()
