@@ -269,8 +269,9 @@ class EncoderPool:
 
 class ClusterIngestor:
     """The Ingestor's contract (ingest(store, files, progress, display_names) -> IngestReport) on a
-    Ray cluster. encoder_settings: the index settings whose encoders reproduce the workspace's
-    vectors (Service.encoders_for's choice); image_encoder: figures' image vectors, made here."""
+    Ray cluster. The nodes build the encoders that reproduce the workspace's vectors (the text
+    runtime it was built with, as Service.encoders_for chooses); image_encoder (or a function that
+    loads it): figures' image vectors, made here from the crops the nodes send back."""
 
     def __init__(self, settings: Settings, image_encoder: ImageEncoder | None | Callable[[], ImageEncoder | None] = None) -> None:
         if not settings.ingest.ray_address:
