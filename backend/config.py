@@ -201,6 +201,10 @@ class Settings(BaseSettings):
     )
     workspace: Path | None = Field(None, description="Workspace the CLI uses when --workspace is not given.")
     load_sample: bool = Field(True, description="Build/load the sample corpus workspace at app start.")
+    serve_workspace: Path | None = Field(
+        None, description="A workspace the app serves, read-only, to every session instead of the sample corpus (one built "
+        "with `python -m backend ingest`, e.g. on a cluster). Uploads and removals are off while it is set.",
+    )
     max_upload_files: int = Field(20, description="Most files accepted in one upload.")
     max_question_chars: int = Field(
         2000, ge=1, description="Longest question accepted, in characters (UI, API and CLI alike). The longest dev-benchmark "

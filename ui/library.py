@@ -100,20 +100,27 @@ def _graph_counts(service: Service, ws: Path, growing: bool = False) -> str:
         return ""
 
 
+def _intro(service: Service, sample_workspace: Path | None) -> str:
+    if service.settings.serve_workspace is not None:
+        return ("This server serves one library to every session, read-only: ask it questions in the **Ask** tab. "
+                "Uploads are off here; files are added with `python -m backend ingest` on the server.")
+    return (
+        "Upload one or more PDFs and press **Ingest**: each file is parsed into sections, paragraphs, "
+        "tables and figures, then indexed for questions. "
+        + (
+            "Your workspace starts with the four sample PDFs about the fictional *Cool Streets Programme*; "
+            "try them in the **Parse** and **Ask** tabs. "
+            if sample_workspace is not None
+            else ""
+        )
+        + "Files you upload are visible only in this browser session."
+    )
+
+
 def build(service: Service, workspace: gr.State, sample_workspace: Path | None) -> LibraryTab:
     max_files = service.settings.max_upload_files
     with gr.Tab("Library", id="library"):
-        gr.Markdown(
-            "Upload one or more PDFs and press **Ingest**: each file is parsed into sections, paragraphs, "
-            "tables and figures, then indexed for questions. "
-            + (
-                "Your workspace starts with the four sample PDFs about the fictional *Cool Streets Programme*; "
-                "try them in the **Parse** and **Ask** tabs. "
-                if sample_workspace is not None
-                else ""
-            )
-            + "Files you upload are visible only in this browser session."
-        )
+        gr.Markdown(_intro(service, sample_workspace))
         with gr.Row(equal_height=False):
             with gr.Column(scale=3):
                 files = gr.File(
