@@ -141,7 +141,6 @@ def test_two_worker_nodes_build_the_local_workspace_and_hostile_files_fail_alone
 
 def test_a_worker_node_killed_mid_batch_loses_and_doubles_nothing(cluster, strata_settings, sample_workspace, tmp_path):
     workers = _two_workers(cluster)
-    victim = workers[0]
     killed = threading.Event()
     running_at_kill = []
 
@@ -149,6 +148,8 @@ def test_a_worker_node_killed_mid_batch_loses_and_doubles_nothing(cluster, strat
         if ev.stage == "encode" and not killed.is_set():
             killed.set()
             running_at_kill.append(ev.cluster.running)
+            driver_node = ray.get_runtime_context().get_node_id()  # this process is the driver: never its node
+            victim = next(w for w in workers if w.node_id != driver_node)
             cluster.remove_node(victim, allow_graceful=False)  # raylet, workers and the node's encoder actor
 
     report = Service(_settings(strata_settings, cluster.address)).ingest(tmp_path / "ws", SAMPLE_PDFS, kill_on_first_encode)
