@@ -154,6 +154,18 @@ def parse_file(data: bytes, name: str, settings_json: str, *ranges: tuple[TaskOu
     return TaskOutcome(_node_id()), ParsedFile(parsed, crops)
 
 
+def _writable(folder: Path) -> Path:
+    """The driver's ONNX cache folder where this node can write it (the same machine, shared
+    storage), else one in this node's temporary folder: each node exports the graph once."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        if os.access(folder, os.W_OK):
+            return folder
+    except OSError:
+        pass
+    return Path(tempfile.gettempdir()) / "strata-onnx-cache"
+
+
 class NodeEncoders:
     """Actor: the workspace's encoders, loaded once on one node, encoding the documents sent to it."""
 
@@ -161,7 +173,7 @@ class NodeEncoders:
         from backend.index.encoders import build_encoders
         from backend.ingest.pipeline import Ingestor
 
-        encoders = build_encoders(settings.index, onnx_cache=Path(onnx_cache))
+        encoders = build_encoders(settings.index, onnx_cache=_writable(Path(onnx_cache)))
         self._signature = encoders.signature
         self._ingestor = Ingestor(settings, encoders)
 
