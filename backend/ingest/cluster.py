@@ -213,8 +213,8 @@ def connected(address: str) -> Iterator:
         "env_vars": {k: os.environ[k] for k in FORWARDED_ENV if k in os.environ},
     }
     try:
-        if address == "local":
-            ray.init(object_store_memory=LOCAL_OBJECT_STORE_BYTES, include_dashboard=False, runtime_env=runtime_env,
+        if address == "local":  # a new instance, even beside a cluster this machine runs or joined
+            ray.init(address="local", object_store_memory=LOCAL_OBJECT_STORE_BYTES, include_dashboard=False, runtime_env=runtime_env,
                      log_to_driver=False, logging_level=logging.WARNING)
         else:
             ray.init(address=address, runtime_env=runtime_env, log_to_driver=False, logging_level=logging.WARNING)
