@@ -35,7 +35,10 @@ def prepare_in_background(service) -> None:
     started = time.perf_counter()
     try:
         sample = None
-        if service.settings.load_sample:
+        served = service.served_workspace()
+        if served is not None:  # a library built beforehand (perhaps on a cluster): its index, loaded now
+            service.corpus(served)
+        elif service.settings.load_sample:
             sample = service.ensure_sample_workspace()  # marks service.sample ready (or failed) itself
             service.corpus(sample)
         service.encoder.encode(["warm-up"])
@@ -53,11 +56,16 @@ def main() -> None:
     log.info("starting Strata (workspaces under %s); loading the libraries", settings.workspace_root.resolve())
     # Imported here, after the first log line: gradio, PyMuPDF and torch take seconds to import on a busy CPU.
     import ui
+    from backend.errors import StrataError
     from backend.service import Service
 
     service = Service(settings)
-    sample = None
-    if settings.load_sample:
+    try:
+        sample = service.served_workspace()  # read-only for every session, when set; else the sample corpus
+    except StrataError as exc:
+        log.error("%s", exc)
+        sys.exit(2)
+    if sample is None and settings.load_sample:
         sample = service.sample_workspace_path()
         # Checked (and built if it must be) behind the served page: the check loads torch to name the
         # encoders' device, seconds on a busy CPU. Questions and uploads wait for it meanwhile.

@@ -43,6 +43,12 @@ def _workspace(args, settings: Settings) -> Path:
     return Path(ws)
 
 
+def _stage_progress(ev: ProgressEvent) -> None:
+    """Every event: a cluster ingest sends a few per file and stage, with the cluster's tasks and nodes."""
+    tasks = f"; {ev.cluster.line()}" if ev.cluster is not None else ""
+    print(f"[{ev.done}/{ev.total}] {log_name(ev.doc)}: {ev.stage} {log_name(ev.message)}{tasks}", file=sys.stderr)
+
+
 def cmd_ingest(args, settings: Settings) -> int:
     from backend.service import Service
 
@@ -50,7 +56,10 @@ def cmd_ingest(args, settings: Settings) -> int:
     if not files:
         print("No PDF files found in the given paths.", file=sys.stderr)
         return 2
-    report = Service(settings).ingest(_workspace(args, settings), files, _progress)
+    if args.ray is not None:
+        settings = settings.model_copy(update={"ingest": settings.ingest.model_copy(update={"ray_address": args.ray})})
+    progress = _stage_progress if settings.ingest.ray_address else _progress
+    report = Service(settings).ingest(_workspace(args, settings), files, progress)
     out = report.to_dict()
     print(json.dumps(out, indent=None if args.json else 2))
     for f in report.failed:
@@ -145,6 +154,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp = common(sub.add_parser("ingest", help="add PDFs (files or folders) to a workspace"))
     sp.add_argument("paths", nargs="+")
     sp.add_argument("--json", action="store_true", help="one-line JSON report")
+    sp.add_argument("--ray", default=None, metavar="ADDRESS",
+                    help="ingest on a Ray cluster: auto, local (a throwaway one here) or HOST:PORT "
+                         "(default: STRATA_INGEST__RAY_ADDRESS; empty = in this process)")
     sp.set_defaults(fn=cmd_ingest)
 
     sp = common(sub.add_parser("ask", help="ask a question (or a batch with --questions)"))

@@ -50,6 +50,16 @@ class IngestSettings(_Section):
         "(1.6 s against 0.3 s per ruled page of a 10-Q on this CPU).",
     )
     max_tables_per_page: int = Field(12, description="Pages with more detected tables keep only the largest ones.")
+    # A cluster (backend/ingest/cluster.py); empty: the local path, and ray is never imported.
+    ray_address: str = Field(
+        "", description="Ingest on a Ray cluster: 'auto' (the cluster this machine joined with `ray start`), 'local' (a "
+        "throwaway cluster on this machine) or a cluster address (HOST:PORT, ray://HOST:PORT). Empty = ingest in this process. "
+        "Needs requirements-cluster.txt.",
+    )
+    ray_pages_per_task: int = Field(
+        64, ge=1, description="On a cluster, a file with more pages is read in ranges of this many pages, one task each, so "
+        "a long filing is spread over the nodes instead of holding one of them.",
+    )
 
 
 class IndexSettings(_Section):
@@ -191,6 +201,10 @@ class Settings(BaseSettings):
     )
     workspace: Path | None = Field(None, description="Workspace the CLI uses when --workspace is not given.")
     load_sample: bool = Field(True, description="Build/load the sample corpus workspace at app start.")
+    serve_workspace: Path | None = Field(
+        None, description="A workspace the app serves, read-only, to every session instead of the sample corpus (one built "
+        "with `python -m backend ingest`, e.g. on a cluster). Uploads and removals are off while it is set.",
+    )
     max_upload_files: int = Field(20, description="Most files accepted in one upload.")
     max_question_chars: int = Field(
         2000, ge=1, description="Longest question accepted, in characters (UI, API and CLI alike). The longest dev-benchmark "

@@ -219,9 +219,13 @@ class Service:
             try:
                 # The models load after the first file parses (Ingestor), not before.
                 recorded = store.encoder_signature
-                report = Ingestor(self.settings, lambda: self.encoders_for(recorded), lambda: self.image_encoder).ingest(
-                    store, [Path(f) for f in files], progress, display_names
-                )
+                if self.settings.ingest.ray_address:  # on a Ray cluster, whose nodes load the encoders
+                    from backend.ingest.cluster import ClusterIngestor
+
+                    ingestor = ClusterIngestor(self.settings, lambda: self.image_encoder)
+                else:
+                    ingestor = Ingestor(self.settings, lambda: self.encoders_for(recorded), lambda: self.image_encoder)
+                report = ingestor.ingest(store, [Path(f) for f in files], progress, display_names)
             finally:
                 store.close()
         heap.trim()  # the parsed documents and encode batches of the ingest are freed
@@ -312,8 +316,19 @@ class Service:
         """The sessions of one app: they read `sample_workspace` (None = start empty) until their
         first write gives them a workspace of their own under workspace_root/sessions."""
         return SessionManager(
-            self.settings.sessions, self.settings.workspace_root, sample_workspace, self.remove_session_workspace, self.sample
+            self.settings.sessions, self.settings.workspace_root, sample_workspace, self.remove_session_workspace, self.sample,
+            read_only=self.settings.serve_workspace is not None,
         )
+
+    def served_workspace(self) -> Path | None:
+        """The workspace the app serves read-only instead of the sample (settings.serve_workspace), checked."""
+        path = self.settings.serve_workspace
+        if path is None:
+            return None
+        if not (Path(path) / "strata.sqlite").is_file():
+            raise WorkspaceError(f"No workspace at '{path}' (STRATA_SERVE_WORKSPACE). Build it with "
+                                 "`python -m backend ingest --workspace DIR PDFS`, or unset the setting to serve the sample corpus.")
+        return Path(path).resolve()
 
     def new_session_workspace(self, base: Path | None = None) -> Path:
         """A private workspace for one browser session: a copy of `base` (the sample workspace)."""

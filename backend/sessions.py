@@ -156,7 +156,7 @@ class SessionManager:
     """Session keys -> their own workspaces, created on first write, removed when idle or at shutdown.
 
     `shared` is the sample workspace every session reads until it writes (None = sessions start
-    empty); `remove` deletes one session workspace folder (Service.remove_session_workspace, which
+    empty; read_only: they never write); `remove` deletes one session workspace folder (Service.remove_session_workspace, which
     also drops its cached corpus and waits for a running ingest into it)."""
 
     def __init__(
@@ -167,8 +167,10 @@ class SessionManager:
         remove: Callable[[Path], None],
         sample: SamplePreparation | None = None,
         clock: Callable[[], float] = time.monotonic,
+        read_only: bool = False,
     ) -> None:
         self.settings = settings
+        self.read_only = read_only  # sessions read `shared` and never write (a served library: settings.serve_workspace)
         self.root = Path(root).resolve()
         self.shared = Path(shared).resolve() if shared is not None else None
         self.sample = sample or SamplePreparation()
@@ -219,7 +221,14 @@ class SessionManager:
     def workspace_for_write(self, key: str, incoming_bytes: int = 0) -> Path:
         """The session's own workspace (made now from the sample on its first write), checked
         against the caps. Never the shared sample workspace. The copy is made outside the
-        manager's lock (other sessions keep reading meanwhile), under a lock of this session."""
+        manager's lock (other sessions keep reading meanwhile), under a lock of this session.
+        A read-only manager refuses: its shared workspace is a library too large to copy."""
+        if self.read_only:
+            raise SessionLimitError(
+                f"This server serves one library to every session, read-only (STRATA_SERVE_WORKSPACE={self.shared}): "
+                "uploads and removals are off. Add files with `python -m backend ingest --workspace` on that folder, "
+                "or unset STRATA_SERVE_WORKSPACE to work on a copy of the sample."
+            )
         if self.shared is not None and not self.sample.ready:
             self.sample.wait(self.settings.sample_wait_s)
         with self._lock:

@@ -251,12 +251,25 @@ class ParsedDocument(Model):
 # ---------------------------------------------------------------- ingest reporting
 
 
+class ClusterTasks(Model):
+    """Where an ingest on a Ray cluster stands (backend/ingest/cluster.py), as of one progress event."""
+
+    running: int
+    done: int
+    failed: int  # tasks that failed: a file's failure, or lost with a node (then run again)
+    nodes: int  # nodes that have parsed or encoded a file of the batch
+
+    def line(self) -> str:
+        return f"cluster: {self.running} tasks running, {self.done} done, {self.failed} failed; {self.nodes} nodes in use"
+
+
 class ProgressEvent(Model):
     stage: str
     doc: str
     done: int
     total: int
     message: str = ""
+    cluster: ClusterTasks | None = None  # set by an ingest on a cluster
 
 
 class FileReport(Model):

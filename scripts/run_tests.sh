@@ -2,7 +2,8 @@
 # Installs what the test suite needs on a fresh machine, then runs the whole suite.
 #   - Debian packages: tesseract-ocr (OCR tests), chromium (browser tests), when running as root
 #     and they are missing;
-#   - Python: the app's requirements plus requirements-test.txt.
+#   - Python: the app's requirements plus requirements-test.txt and requirements-cluster.txt (ray: the
+#     cluster ingest tests start a real multi-node Ray cluster on this machine).
 # Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,7 +21,7 @@ if [ ${#need[@]} -gt 0 ]; then
   fi
 fi
 
-python3 -m pip install -q -r requirements.txt -r requirements-test.txt
+python3 -m pip install -q -r requirements.txt -r requirements-test.txt -r requirements-cluster.txt
 
-export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 GRADIO_ANALYTICS_ENABLED=False TOKENIZERS_PARALLELISM=false
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 GRADIO_ANALYTICS_ENABLED=False TOKENIZERS_PARALLELISM=false RAY_AUTH_MODE=disabled
 exec python3 -m pytest "$@"

@@ -73,7 +73,7 @@ def build(service: Service, sample_workspace: Path | None = None, sessions: Sess
             library_tab = library.build(service, workspace, sample_workspace)
             parse_tab = parse.build(service, workspace)
             graph.build(service, workspace)
-            ask_tab = ask.build(service, workspace, with_examples=sample_workspace is not None, session_settings=session_settings)
+            ask_tab = ask.build(service, workspace, with_examples=sample_workspace is not None and service.settings.serve_workspace is None, session_settings=session_settings)
             compare.build(service, workspace, session_settings)
             evaluate.build(service, workspace, session_settings)
             settings_ui = settings_tab.build(service, session_settings)

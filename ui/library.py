@@ -20,7 +20,7 @@ import gradio as gr
 
 from backend.errors import StrataError
 from backend.service import Service
-from backend.types import Document, ProgressEvent
+from backend.types import ClusterTasks, Document, ProgressEvent
 from ui import render
 from ui.common import session_workspace, user_errors, writable_workspace
 
@@ -55,12 +55,15 @@ class ProgressBoard:
     def __init__(self, file_names: list[str]) -> None:
         self.rows = [render.FileProgress(file_name=n) for n in file_names]
         self._by_name = {r.file_name: r for r in self.rows}
+        self.cluster: ClusterTasks | None = None  # the latest, when the server ingests on a cluster
 
     @property
     def finished(self) -> int:
         return sum(r.finished for r in self.rows)
 
     def apply(self, event: ProgressEvent) -> None:
+        if event.cluster is not None:
+            self.cluster = event.cluster
         row = self._by_name.get(event.doc)
         if row is None:
             return
@@ -97,20 +100,27 @@ def _graph_counts(service: Service, ws: Path, growing: bool = False) -> str:
         return ""
 
 
+def _intro(service: Service, sample_workspace: Path | None) -> str:
+    if service.settings.serve_workspace is not None:
+        return ("This server serves one library to every session, read-only: ask it questions in the **Ask** tab. "
+                "Uploads are off here; files are added with `python -m backend ingest` on the server.")
+    return (
+        "Upload one or more PDFs and press **Ingest**: each file is parsed into sections, paragraphs, "
+        "tables and figures, then indexed for questions. "
+        + (
+            "Your workspace starts with the four sample PDFs about the fictional *Cool Streets Programme*; "
+            "try them in the **Parse** and **Ask** tabs. "
+            if sample_workspace is not None
+            else ""
+        )
+        + "Files you upload are visible only in this browser session."
+    )
+
+
 def build(service: Service, workspace: gr.State, sample_workspace: Path | None) -> LibraryTab:
     max_files = service.settings.max_upload_files
     with gr.Tab("Library", id="library"):
-        gr.Markdown(
-            "Upload one or more PDFs and press **Ingest**: each file is parsed into sections, paragraphs, "
-            "tables and figures, then indexed for questions. "
-            + (
-                "Your workspace starts with the four sample PDFs about the fictional *Cool Streets Programme*; "
-                "try them in the **Parse** and **Ask** tabs. "
-                if sample_workspace is not None
-                else ""
-            )
-            + "Files you upload are visible only in this browser session."
-        )
+        gr.Markdown(_intro(service, sample_workspace))
         with gr.Row(equal_height=False):
             with gr.Column(scale=3):
                 files = gr.File(
@@ -149,7 +159,7 @@ def build(service: Service, workspace: gr.State, sample_workspace: Path | None) 
         board = ProgressBoard(names)
         events: queue.Queue[ProgressEvent] = queue.Queue()
         started = time.perf_counter()
-        yield render.render_progress(board.rows, 0.0, True), "", gr.skip(), gr.skip(), gr.skip(), gr.skip()
+        yield render.render_progress(board.rows, 0.0, True, board.cluster), "", gr.skip(), gr.skip(), gr.skip(), gr.skip()
         finished = 0
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="strata-ingest") as pool:
             future = pool.submit(service.ingest, ws, files, events.put, names)
@@ -161,7 +171,7 @@ def build(service: Service, workspace: gr.State, sample_workspace: Path | None) 
                 except queue.Empty:
                     pass
                 elapsed = time.perf_counter() - started
-                progress_html = render.render_progress(board.rows, elapsed, True)
+                progress_html = render.render_progress(board.rows, elapsed, True, board.cluster)
                 if board.finished > finished:
                     # A document was stored: the list, the other tabs and the graph counts grow now, not at the end.
                     finished = board.finished
@@ -173,7 +183,7 @@ def build(service: Service, workspace: gr.State, sample_workspace: Path | None) 
         docs = service.documents(ws)
         elapsed = time.perf_counter() - started
         yield (
-            render.render_progress(board.rows, elapsed, False),
+            render.render_progress(board.rows, elapsed, False, board.cluster),
             render.render_report(result),
             _documents_table(docs),
             _remove_choices(docs),

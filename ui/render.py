@@ -16,6 +16,7 @@ from backend.types import (
     Block,
     BlockKind,
     Citation,
+    ClusterTasks,
     Document,
     FileReport,
     GraphCounts,
@@ -74,16 +75,22 @@ class FileProgress:
         return self.stage in ("done", "failed")
 
 
-def render_progress(files: list[FileProgress], elapsed_s: float, running: bool) -> str:
+def render_progress(files: list[FileProgress], elapsed_s: float, running: bool, cluster: ClusterTasks | None = None) -> str:
+    """cluster: the tasks and nodes of an ingest on a Ray cluster (a line under the head), None locally."""
     if not files:
         return ""
     finished = sum(f.finished for f in files)
     head = "Ingesting" if running else "Finished"
     rows = "".join(_progress_row(f) for f in files)
+    tasks = (
+        f'<div class="st-progress-cluster st-muted">On the cluster: {cluster.running} tasks running, {cluster.done} done, '
+        f"{cluster.failed} failed; {cluster.nodes} node{'' if cluster.nodes == 1 else 's'} in use</div>"
+        if cluster is not None else ""
+    )
     return (
         f'<div class="st-progress" data-running="{str(running).lower()}">'
         f'<div class="st-progress-head">{head}: {finished} of {len(files)} file(s) done '
-        f'<span class="st-muted">({elapsed_s:.1f} s)</span></div>'
+        f'<span class="st-muted">({elapsed_s:.1f} s)</span></div>{tasks}'
         f'<table class="st-table"><thead><tr><th>File</th><th>Stages</th><th>Current stage</th><th>Progress</th></tr></thead>'
         f"<tbody>{rows}</tbody></table></div>"
     )

@@ -185,6 +185,18 @@ def _page_reader(name: str, settings: IngestSettings, bounds: PageBounds, ocr_en
     return read
 
 
+def read_page_range(path: Path, settings: IngestSettings, memory_mb: int, first: int, stop: int, name: str) -> list[_PageRead]:
+    """Pages first..stop-1 (0-based) of one file read in this process, as parse_pdf reads them in
+    one process: the part of a parse that a cluster task does for a range of a long file."""
+    name = clean_text(name)
+    reader = _page_reader(name, settings, page_bounds(memory_mb), available_ocr_engine(settings.ocr))
+    pdf = open_validated(path, settings, name)
+    try:
+        return [reader(pdf, i) for i in range(first, min(stop, pdf.page_count))]
+    finally:
+        pdf.close()
+
+
 def page_processes(pdf: pymupdf.Document, settings: IngestSettings, memory_mb: int) -> int:
     """How many processes read this file's pages: settings.parse_processes when the share holds
     what the worker holds now plus PAGE_WORK_MB for each, and every page fits the bounds of an
@@ -206,13 +218,17 @@ def page_processes(pdf: pymupdf.Document, settings: IngestSettings, memory_mb: i
 
 
 def _extract_pages(pdf: pymupdf.Document, path: Path, name: str, settings: IngestSettings, memory_mb: int, processes: int,
-                   report: ProgressFn) -> tuple[list, list[str]]:
+                   report: ProgressFn, page_reads: list[_PageRead] | None = None) -> tuple[list, list[str]]:
     """Extract every page within its bounds. A page over a bound is degraded (warnings say how);
-    a page MuPDF cannot read is skipped; a file with nothing readable fails with the reason."""
+    a page MuPDF cannot read is skipped; a file with nothing readable fails with the reason.
+    page_reads: every page already read elsewhere (read_page_range, in order): only checked here."""
     ocr_engine = available_ocr_engine(settings.ocr)
-    reader = _page_reader(name, settings, page_bounds(memory_mb), ocr_engine, within_bounds=processes > 1)
-    reads = split_map(pdf, path, range(pdf.page_count), reader,
-                      processes=processes, opener=_open_pdf, report=lambda done, total: report("extract", done, total))
+    if page_reads is not None:
+        reads = page_reads
+    else:
+        reader = _page_reader(name, settings, page_bounds(memory_mb), ocr_engine, within_bounds=processes > 1)
+        reads = split_map(pdf, path, range(pdf.page_count), reader,
+                          processes=processes, opener=_open_pdf, report=lambda done, total: report("extract", done, total))
     warnings: list[str] = []
     raw_pages = []
     degraded = 0
@@ -293,12 +309,12 @@ def parse_pdf(
     progress: ProgressFn | None = None,
     display_name: str | None = None,
     memory_mb: int | None = None,
-    tell_processes: Callable[[int], None] | None = None,
+    tell_processes: Callable[[int], None] | None = None, page_reads: list[_PageRead] | None = None,
 ) -> ParsedDocument:
     """Parse one PDF. Crops go to crops_root/<doc id>/ when crops_root is given. display_name: the
     file as the user named it (messages and the document's name); memory_mb: the memory share of
-    the process (settings.parse_memory_mb when None), which sizes the per-page bounds;
-    tell_processes(n): how many processes will read the pages (page_processes)."""
+    the process (settings.parse_memory_mb when None), which sizes the per-page bounds; tell_processes(n):
+    how many processes read the pages (page_processes); page_reads: every page, read by read_page_range."""
     name = clean_text(display_name or path.name)
     report = progress or (lambda stage, done, total: None)
     timings: dict[str, float] = {}
@@ -313,7 +329,7 @@ def parse_pdf(
         processes = page_processes(pdf, settings, memory_mb)
         if tell_processes is not None:
             tell_processes(processes)
-        raw_pages, warnings = _extract_pages(pdf, path, name, settings, memory_mb, processes, report)
+        raw_pages, warnings = _extract_pages(pdf, path, name, settings, memory_mb, processes, report, page_reads)
         timings["extract"] = time.perf_counter() - t
         ocr_engine = available_ocr_engine(settings.ocr)
         n_pages = pdf.page_count

@@ -275,6 +275,17 @@ class Ingestor:
         except (OSError, RuntimeError, ValueError) as exc:
             log.warning("could not record the ingest speed of %s: %s", path.name, exc)
 
+    def encode_document(
+        self, parsed: ParsedDocument, name: str, progress: ProgressSink | None = None
+    ) -> tuple[ParsedDocument, dict[str, np.ndarray], str]:
+        """One parsed document's vectors and entity layer, as a batch here makes them: what a
+        cluster node's encoder does for the files parsed on the cluster (cluster.py). Returns the
+        document with its entities, every node's vector and the entity extractor's name."""
+        emit = progress or (lambda ev: None)
+        embeddings = self._encode(parsed, name, emit)
+        parsed, extractor = self._add_entities(parsed, embeddings, name, emit)
+        return parsed, embeddings, extractor
+
     def _encode(self, parsed: ParsedDocument, name: str, emit: ProgressSink) -> dict[str, np.ndarray]:
         """Every node's vector: sections and documents from their components' vectors (see
         parent_vectors) where derive_parents is on, the rest with the layer's encoder, in chunks

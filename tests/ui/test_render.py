@@ -10,6 +10,7 @@ from backend.types import (
     Block,
     BlockKind,
     Citation,
+    ClusterTasks,
     EvidencePack,
     FileReport,
     IngestReport,
@@ -81,3 +82,13 @@ def test_progress_board_follows_events():
     assert "1 of 2 file(s) done" in html and 'data-stage="done"' in html and 'data-stage="waiting"' in html
 
 
+
+
+def test_progress_board_shows_the_cluster_tasks_and_nodes_of_a_cluster_ingest():
+    board = ProgressBoard(["a.pdf"])
+    board.apply(ProgressEvent(stage="open", doc="a.pdf", done=0, total=1))
+    assert board.cluster is None and "On the cluster" not in render.render_progress(board.rows, 1.0, True, board.cluster)
+    tasks = ClusterTasks(running=3, done=5, failed=1, nodes=2)
+    board.apply(ProgressEvent(stage="encode", doc="a.pdf", done=0, total=1, message="parsed; encoding", cluster=tasks))
+    html = render.render_progress(board.rows, 2.0, True, board.cluster)
+    assert "On the cluster: 3 tasks running, 5 done, 1 failed; 2 nodes in use" in html
