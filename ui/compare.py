@@ -3,14 +3,15 @@ results (document, page, snippet), the units only one run found, how much their 
 overlap (a Jaccard matrix), latency and LLM calls. A run is a method with or without Strata's
 stages, named by its label ("hikey", "hikey + stages"): the stages menu runs every ticked method
 with the stages, without them (as its paper publishes it), or both side by side, which doubles
-each method (so at most two methods then, four columns). With gold evidence (a benchmark question picked from a collection, or
-pages typed in) every result is marked hit or miss on its page, as ../shared/bench/score.py counts.
+each method (so at most two methods then, four columns). With gold evidence (a benchmark
+question picked from a collection, or pages typed in) every result is marked hit or miss on its
+page, as ../shared/bench/score.py counts.
 
 A benchmark question is asked over that benchmark's own workspace (its corpus, ingested once),
 never over the user's documents; a question typed by the user runs over the session's workspace.
 "Only these documents" asks every compared method of the same documents (the whole workspace
-when empty); a benchmark question that names its documents (`meta.doc_scope`: TAT-QA,
-MMLongBench) fills it when picked.
+when empty); a benchmark question that names its documents (`meta.doc_scope`, as collections
+of one-document questions have) fills it when picked.
 The render functions here are pure: results in, escaped HTML out.
 """
 

@@ -261,3 +261,10 @@ def test_compare_names_each_run_by_its_label():
     }
     same = _result(stages=["named_rows"], label="hikey + stages", answer="4,820 trees.")
     assert compare.same_answer_as([plain, same]) == ["hikey + stages", "hikey"]
+
+
+def test_a_stage_that_moved_nothing_says_so_with_what_it_read():
+    rewrite = StageStep(name="title_fix", description="Mends misspelt titles in the question.", note="'Saltmarsh' for 'Saltmarch'")
+    html = replay.render_step(_trace(rewrite), 1, NODES)
+    assert "Strata stage title_fix: moved nothing" in html and "It moved nothing." in html
+    assert "&#x27;Saltmarsh&#x27; for &#x27;Saltmarch&#x27;" in html and "<table class=\"st-table st-replay-table st-stage-moves\"" not in html
