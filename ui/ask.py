@@ -113,7 +113,8 @@ def build(service: Service, workspace: gr.State, with_examples: bool, session_se
         with gr.Row(equal_height=True):
             stage_mode = gr.Radio(
                 STAGE_MODES, value=stage_mode_value, label="Strata's stages", scale=3, min_width=300, elem_id="ask-stages",
-                info="Stages reorder the method's ranking after it runs; each one that moves a unit is a step in the replay.",
+                info="Stages act on the question and the method's ranking; each one that acts is a step in the replay. "
+                "The default set is empty for the flat baselines.",
             )
             docs = gr.Dropdown(
                 label="Only these documents", choices=[], value=[], multiselect=True, elem_id="ask-docs", scale=2,

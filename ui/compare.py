@@ -83,6 +83,19 @@ def compare_runs(methods: list[str] | None, mode: str, with_spec: str = WITH_STA
     return chosen, [spec] * len(chosen)
 
 
+def distinct_runs(results: list[AskResult]) -> tuple[list[AskResult], list[str]]:
+    """The runs with one per label (a method whose default set of stages is empty runs the same
+    with and without them), and the labels that were asked for twice."""
+    kept: dict[str, AskResult] = {}
+    twice: list[str] = []
+    for res in results:
+        if label(res) in kept:
+            twice.append(label(res))
+        else:
+            kept[label(res)] = res
+    return list(kept.values()), list(dict.fromkeys(twice))
+
+
 def result_pages(result: AskResult) -> set[Page]:
     return {(r.doc, r.page) for r in result.results}
 
@@ -332,9 +345,9 @@ def build(service: Service, workspace: gr.State, session_settings: gr.State) -> 
             )
         opts = settings.ask_options()
         progress(0.1, desc=f"Asking {len(run_methods)} runs")
-        results = service.compare(
+        results, twice = distinct_runs(service.compare(
             ws, text, run_methods, top_k=settings.top_k, docs=chosen_docs or None, stages=run_stages, **opts
-        )
+        ))
         hits = found = None
         if gold_refs:
             hits = [service.gold_hits(r.results, gold_refs) for r in results]
@@ -344,6 +357,11 @@ def build(service: Service, workspace: gr.State, session_settings: gr.State) -> 
             f"LLM {esc(settings.describe())} (change these in Settings) · stages: {esc(dict((v, k) for k, v in STAGE_MODES)[mode])}"
             + (f" · asked of {len(chosen_docs)} document(s): {esc(snippet(', '.join(chosen_docs), 160))}" if chosen_docs else "")
             + "</div>"
+            + "".join(
+                f'<div class="st-note" data-same-run="{esc(t)}">{esc(t)} runs no stage by default, so with and without '
+                "stages it is one run, shown once. Tick stages on the Ask tab to run some after it.</div>"
+                for t in twice
+            )
         )
         return note, render_summary(results, hits, found), render_overlap(results), render_columns(results, hits)
 

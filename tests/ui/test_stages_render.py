@@ -268,3 +268,12 @@ def test_a_stage_that_moved_nothing_says_so_with_what_it_read():
     html = replay.render_step(_trace(rewrite), 1, NODES)
     assert "Strata stage title_fix: moved nothing" in html and "It moved nothing." in html
     assert "&#x27;Saltmarsh&#x27; for &#x27;Saltmarch&#x27;" in html and "<table class=\"st-table st-replay-table st-stage-moves\"" not in html
+
+
+def test_a_method_without_default_stages_is_one_run_not_two():
+    plain = _result("bm25", units=("n1",))
+    same = _result("bm25", units=("n1",))  # "default" selects no stage for it: label "bm25" again
+    staged = _result(stages=["spread"], label="hikey + stages", units=("n2",))
+    runs, twice = compare.distinct_runs([plain, same, _result(units=("n1",)), staged])
+    assert [compare.label(r) for r in runs] == ["bm25", "hikey", "hikey + stages"] and twice == ["bm25"]
+    assert runs[0] is plain
