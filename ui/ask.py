@@ -1,7 +1,7 @@
 """Ask tab: a question, a retrieval method with its parameters, the LLM backend, top-k, the
-evidence budget, Strata's stages (all of the default set, none so that the method runs as its
-paper publishes it, or a ticked subset) and (optionally) the documents to ask in; the answer (or a clearly marked
-abstention) with numbered citation chips out. A chip shows the cited sentence, row or region
+evidence budget, Strata's stages (the default set, none so that the method runs as its paper
+publishes it, or a ticked subset) and (optionally) the documents to ask in; the answer (or a
+clearly marked abstention) with numbered citation chips out. A chip shows the cited sentence, row or region
 boxed on its page. Below: the traversal replay (ui/replay.py), the packed evidence as a tree
 with a budget slider that re-packs on release, the ranked results, and saving a run as JSON or
 loading one back into the views.
@@ -10,8 +10,9 @@ The session keeps the last run (an `AskResult`) in a `gr.State`, so picking a ci
 re-packing or exporting needs no new question. It also keeps a small digest of the session's
 recent runs per question (RunDigest: run label, answer, result units), so that asking the same
 question with another method, or the same method with or without stages, says what this run
-contributed: the units only it found, and whether its answer is word for word another run's. This module only wires callbacks: each unpacks, makes
-one service call and hands the result to the pure renderers.
+contributed: the units only it found, and whether its answer is word for word another run's.
+This module only wires callbacks: each unpacks, makes one service call and hands the result to
+the pure renderers.
 """
 
 from __future__ import annotations
@@ -118,7 +119,8 @@ def build(service: Service, workspace: gr.State, with_examples: bool, session_se
             )
             docs = gr.Dropdown(
                 label="Only these documents", choices=[], value=[], multiselect=True, elem_id="ask-docs", scale=2,
-                min_width=240, info="Empty: the whole workspace. Pick a report to ask it alone; the list is read when you open it.",
+                min_width=240,
+                info="Empty: the whole workspace. Pick a report to ask it alone; the list is read when you open it.",
             )
         stage_names = gr.CheckboxGroup(
             stage_choices(stage_infos), value=stage_names_value, label="Stages to run, in pipeline order",
@@ -320,7 +322,9 @@ def build(service: Service, workspace: gr.State, with_examples: bool, session_se
         answer, contributed, citations, facts, citation_image, results, pack, repack_budget, replay_accordion, panel.header,
         *panel.load_outputs, run_state, export,
     ]
-    inputs = [workspace, session, history_state, question, method, llm_backend, top_k, budget, docs, stage_mode, stage_names, *slots]
+    inputs = [
+        workspace, session, history_state, question, method, llm_backend, top_k, budget, docs, stage_mode, stage_names, *slots,
+    ]
     # The tab's events stay out of the API docs: programs use the named /ask endpoint (ui/api.py).
     private = {"api_visibility": "private"}
     for trigger in (ask_button.click, question.submit):
@@ -374,7 +378,9 @@ def stage_spec(mode: str, chosen: list[str] | None) -> str:
     if mode in (WITH_STAGES, WITHOUT_STAGES):
         return mode
     if mode != CHOSEN_STAGES:
-        raise StrataError(f"Unknown stages choice '{mode}'. Pick one of: with Strata's stages, without, or only the ticked stages.")
+        raise StrataError(
+            f"Unknown stages choice '{mode}'. Pick one of: with Strata's stages, without, or only the ticked stages."
+        )
     if not chosen:
         raise StrataError("No stage is ticked. Tick the stages to run, or choose 'Without (method as published)'.")
     return ",".join(chosen)

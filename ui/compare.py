@@ -39,6 +39,7 @@ STAGE_MODES = [
     ("Without (methods as published)", WITHOUT_STAGES),
     ("Both, side by side (X and X + stages)", BOTH),
 ]
+MODE_WORDS = {value: words for words, value in STAGE_MODES}
 BEFORE_COMPARING = empty_state(
     "Compare how methods answer the same question.",
     "Type a question (or pick a benchmark question above), tick two to four methods (one or two to see each with and "
@@ -275,7 +276,8 @@ def build(service: Service, workspace: gr.State, session_settings: gr.State) -> 
         stage_mode = gr.Radio(
             STAGE_MODES, value=WITHOUT_STAGES if service.settings.retrieval.stages.strip() == WITHOUT_STAGES else WITH_STAGES,
             label="Strata's stages", elem_id="compare-stages",
-            info="Stages reorder a method's ranking after it runs. 'Both' shows each method as published next to it with the stages.",
+            info="Stages act on the question and a method's ranking. 'Both' shows each method as published beside it "
+            "with the stages.",
         )
         # The picker sits in plain view, where the text above says to pick a benchmark question.
         with gr.Row(elem_id="compare-bench-row"):
@@ -354,7 +356,7 @@ def build(service: Service, workspace: gr.State, session_settings: gr.State) -> 
             found = [gold_found(r, gold_refs) for r in results]
         note = (
             f'<div class="st-muted">top-k {settings.top_k} · evidence budget {settings.token_budget} tokens · '
-            f"LLM {esc(settings.describe())} (change these in Settings) · stages: {esc(dict((v, k) for k, v in STAGE_MODES)[mode])}"
+            f"LLM {esc(settings.describe())} (change these in Settings) · stages: {esc(MODE_WORDS[mode])}"
             + (f" · asked of {len(chosen_docs)} document(s): {esc(snippet(', '.join(chosen_docs), 160))}" if chosen_docs else "")
             + "</div>"
             + "".join(

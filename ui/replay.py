@@ -449,7 +449,8 @@ def _stage_view(step: StageStep, trace: Trace, index: int, nodes: Briefs) -> tup
     counts = {k: sum(c == k for c, _ in changes) for k in ("entered", "dropped")}
     rows = "".join(
         f'<tr class="st-stage-move st-move-{kind}" data-move="{kind}"><td>{node_ref(m.node_id, nodes, text_chars=70)}</td>'
-        f'<td class="st-num">{_rank_text(m.from_rank)}</td><td class="st-num">{_rank_text(m.to_rank)}</td><td>{esc(words)}</td></tr>'
+        f'<td class="st-num">{_rank_text(m.from_rank)}</td><td class="st-num">{_rank_text(m.to_rank)}</td>'
+        f"<td>{esc(words)}</td></tr>"
         for m, (kind, words) in zip(step.moves[:TABLE_LIMIT * 2], changes)
     )
     table = (
@@ -464,7 +465,9 @@ def _stage_view(step: StageStep, trace: Trace, index: int, nodes: Briefs) -> tup
         + (f'<div class="st-stage-note"><b>What it read</b> {esc(step.note)}</div>' if step.note else "")
         + f'<div class="st-replay-sub">What it moved ({len(step.moves)} unit(s))</div>{table}'
     )
-    moved = f"{len(step.moves)} unit(s) moved" + "".join(f", {n} {k}" for k, n in counts.items() if n) if step.moves else "moved nothing"
+    moved = "moved nothing"
+    if step.moves:
+        moved = f"{len(step.moves)} unit(s) moved" + "".join(f", {n} {k}" for k, n in counts.items() if n)
     return f"Strata stage {step.name}: {moved}", body
 
 
