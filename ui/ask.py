@@ -356,10 +356,13 @@ def build(service: Service, workspace: gr.State, with_examples: bool, session_se
 
 
 def stage_choices(infos: list[StageInfo]) -> list[tuple[str, str]]:
-    """The stage checkboxes: "name: what it does (where it acts)", valued by name, in pipeline order;
-    a stage that cannot be switched (the documents filter, on whenever documents are chosen) is not listed."""
+    """The stage checkboxes: "name: what it does · acts on: which corpora", valued by name, in pipeline
+    order; a stage that cannot be switched (the documents filter, on whenever documents are chosen)
+    is not listed."""
     return [
-        (f"{i.name}: {i.description}" + (f" ({i.acts_on})" if i.acts_on else ""), i.name) for i in infos if i.switchable
+        (f"{i.name}: {i.description}" + (f" · acts on: {i.acts_on}" if i.acts_on else ""), i.name)
+        for i in infos
+        if i.switchable
     ]
 
 

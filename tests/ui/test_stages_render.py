@@ -194,7 +194,7 @@ def test_the_stages_menu_starts_from_the_server_setting():
     assert ask.initial_stages("default", INFOS) == ("default", ["named_rows", "page_spread"])
     assert ask.initial_stages("none", INFOS) == ("none", ["named_rows", "page_spread"])
     assert ask.initial_stages(" page_spread , gone , scope", INFOS) == ("chosen", ["page_spread"])
-    assert ask.stage_choices(INFOS)[0] == ("named_rows: Lifts table rows the question names. (corpora with tables)", "named_rows")
+    assert ask.stage_choices(INFOS)[0] == ("named_rows: Lifts table rows the question names. · acts on: corpora with tables", "named_rows")
     assert [v for _, v in ask.stage_choices(INFOS)] == ["named_rows", "page_spread"]  # the documents filter is not a choice
 
 
