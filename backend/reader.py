@@ -24,8 +24,8 @@ from backend.llm.answer import ANSWER, AnswerPayload, EvidenceUnit
 from backend.llm.base import LLMBackend
 from backend.llm.rules import NOT_ENOUGH, QUESTION_WORDS, asking_subquery, content_tokens
 from backend.index.texts import strip_qualifier
-from backend.retrieval.mentions import title_index
-from backend.retrieval.references import named_in, question_references, reference_words
+from backend.retrieval.titles import title_index
+from backend.stages.references import named_in, question_references, reference_words
 from backend.types import Answer, Citation, DecomposeStep, EvidencePack, Trace
 
 MAX_EVIDENCE = 8

@@ -62,7 +62,6 @@ class HiKEYRetriever(Retriever):
     name = "hikey"
     description = "HiKEY: route documents by Doc_card, then rank sections by MaxSim over their units."
     Params = HiKEYParams
-    template_alpha = True
     follows_references = True
 
     def retrieve(self, query: str, top_k: int, params: dict[str, Any], trace: Trace) -> list[ScoredNode]:

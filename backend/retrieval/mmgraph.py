@@ -52,9 +52,9 @@ import numpy as np
 from backend.retrieval.base import Retriever, StrategyParams, param, register
 from backend.retrieval.fif.rules import entity_spans
 from backend.retrieval.lilac.retriever import graph_arrays
-from backend.retrieval.mentions import WORD, title_index
+from backend.retrieval.titles import WORD, title_index
 from backend.retrieval.scoring import top_scored
-from backend.retrieval.traits import SHORT_DOC_PAGES, is_template_corpus
+from backend.retrieval.traits import SHORT_DOC_PAGES
 from backend.types import EdgeKind, EntityEdge, EntityHit, EntityStep, Layer, ScoredNode, Trace
 
 DECAY = 0.8  # score a neighbour reached over a broad edge inherits from its anchor
@@ -294,7 +294,6 @@ class MMGraphRetriever(Retriever):
     name = "mmgraph"
     description = "MMGraphRAG: top-K entities for the query, their relation edges (broad or narrow), the components they come from."
     Params = MMGraphParams
-    template_alpha = True
     follows_references = True
 
     def retrieve(self, query: str, top_k: int, params: dict[str, Any], trace: Trace) -> list[ScoredNode]:
@@ -317,7 +316,7 @@ class MMGraphRetriever(Retriever):
             return results
 
         # 1. Node selection: V_K.  (n_entities,)
-        names = entity_spans(query) if p.by_names and not is_template_corpus(corpus) else []
+        names = entity_spans(query) if p.by_names else []
         if names:
             ent_scores = sc.hybrid_many(entities, names, sc.encode(self.sub_encoder, names), alpha).max(axis=1)
             trace.notes.append(f"Entities matched to the names the question writes: {', '.join(names)}.")

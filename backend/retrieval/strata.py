@@ -68,7 +68,7 @@ from backend.retrieval.mmgraph import MMGraphRetriever
 from backend.retrieval.lilac import LateInteraction, best_of_document, component_neighbours, decompose
 from backend.retrieval.lilac.retriever import graph_arrays
 from backend.retrieval.fif.rules import bridge_entities, compose, content_tokens
-from backend.retrieval.mentions import title_index
+from backend.retrieval.titles import title_index
 from backend.retrieval.traits import HOP_SHARE, SHORT_DOC_PAGES, hop_share, mean_pages, template_share
 from backend.types import (
     BeamStep,

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from backend.retrieval.mentions import title_index
+from backend.retrieval.titles import title_index
 from backend.types import EdgeKind
 
 TEMPLATE_SAMPLE = 400

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from backend.retrieval.base import StrategyParams, param
-from backend.retrieval.mentions import title_index
+from backend.retrieval.titles import title_index
 from backend.retrieval.scoring import SparseColumn
 from backend.retrieval.fif.tasks import EvidenceNote, PlanRecord, RouteModes, TraverseRecord
 from backend.types import EdgeKind, ScoredNode, Strategy, SubQuery

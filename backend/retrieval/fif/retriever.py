@@ -49,9 +49,6 @@ class FiFRetriever(Retriever):
     name = "fif"
     description = "FiF: an agent traverses documents -> components with a cost ladder and history-aware backtracking, then reranks."
     Params = FiFParams
-    template_alpha = True
-    separate_defaults = {"seed_extensions": 1}  # a failed extension of a resolved plan calls on the seeds (traits.py)
-    separate_short_defaults = {"seed_open": 0}  # the seeds always at full weight (traits.py)
     follows_references = True
 
     @property

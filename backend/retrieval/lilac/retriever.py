@@ -256,7 +256,6 @@ class LILaCRetriever(Retriever):
     name = "lilac"
     description = "LILaC: decompose into subqueries, seed top-b components, beam search over edges scored by late interaction."
     Params = LILaCParams
-    template_alpha = True
     follows_references = True
 
     def retrieve(self, query: str, top_k: int, params: dict[str, Any], trace: Trace) -> list[ScoredNode]:

@@ -34,7 +34,7 @@ from backend.index.image import note_figures_as_text, visual_component_scores
 from backend.index.lexical import tokenize
 from backend.llm.text import QUESTION_WORDS
 from backend.retrieval.base import Retriever, StrategyParams, param, register
-from backend.retrieval.mentions import title_index
+from backend.retrieval.titles import title_index
 from backend.retrieval.mirag.tasks import (
     EXPAND,
     GENERATE,
@@ -103,8 +103,6 @@ class MIRAGRetriever(Retriever):
         "over paragraphs and figures/tables; reciprocal-rank fusion of every iteration."
     )
     Params = MIRAGParams
-    template_alpha = True
-    separate_short_defaults = {"seed_weight": 1.0}  # fused with the question's seeds (traits.py)
     follows_references = True
 
     def retrieve(self, query: str, top_k: int, params: dict[str, Any], trace: Trace) -> list[ScoredNode]:

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from backend.index.lexical import tokenize
-from backend.retrieval.references import PAGE_RE
+from backend.stages.references import PAGE_RE
 from backend.types import RankStep, ScoredNode, Trace
 
 NAMES_PER_DOC = 25  # a document's names: its words of highest count x log(documents / documents using it)

@@ -32,17 +32,21 @@ for LILaC (a page named by neither title nor link is what the step cannot tell f
 from __future__ import annotations
 
 from backend.llm.text import QUESTION_WORDS, content_tokens, content_tokens_each
-from backend.retrieval.mentions import title_index
+from backend.retrieval.titles import title_index
 from backend.retrieval.traits import is_web_of_pages
 from backend.types import EdgeKind, RankStep, ScoredNode, Trace
 
 
-def new_words_first(corpus, question: str, hits: list[ScoredNode], trace: Trace) -> list[ScoredNode]:
+def new_words_first(corpus, question: str, hits: list[ScoredNode], trace: Trace,
+                    web_of_pages: bool | None = None) -> list[ScoredNode]:
     """`hits` with the units of the pages that add none of the question's words to the pages above
     them moved after all the others, each part in its order and scores kept non-increasing;
-    unchanged outside a web of short pages, or when every page adds a word."""
+    unchanged outside a web of short pages, or when every page adds a word. `web_of_pages`: whether
+    the corpus is one (the profile's word), None: measured (traits.is_web_of_pages)."""
     words = content_tokens(question) - QUESTION_WORDS
-    if not hits or not words or not is_web_of_pages(corpus):
+    if web_of_pages is None:
+        web_of_pages = is_web_of_pages(corpus)
+    if not hits or not words or not web_of_pages:
         return hits
     nodes = corpus.nodes
     page_of = [(nodes.doc_of(h.node_id), nodes.page_of(h.node_id)) for h in hits]

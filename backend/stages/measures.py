@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 
 from backend.llm.text import row_label
-from backend.retrieval.rows import rows_by_doc
+from backend.stages.rows import rows_by_doc
 from backend.types import Trace
 
 _REVENUE = ("revenue", "net sales")

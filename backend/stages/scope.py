@@ -29,9 +29,10 @@ SCOPE_ALPHA = 0.5  # BM25 weight of the hybrid ranking that fills a scope (TEMPL
 
 
 def within_scope(corpus, hits: list[ScoredNode], scope: frozenset[str], question: str, qvec: np.ndarray,
-                 k: int, trace: Trace) -> list[ScoredNode]:
+                 k: int, trace: Trace, template: bool | None = None) -> list[ScoredNode]:
     """The first k results in the scope's documents: the method's own, in its order, then the
-    scope's other components by the question's hybrid score."""
+    scope's other components by the question's hybrid score. `template`: whether the corpus's
+    documents share one boilerplate (the profile's word), None: measured (traits.is_template_corpus)."""
     kept = [h for h in hits if corpus.nodes.doc_of(h.node_id) in scope][:k]
     added: list[ScoredNode] = []
     if len(kept) < k:
@@ -42,7 +43,7 @@ def within_scope(corpus, hits: list[ScoredNode], scope: frozenset[str], question
         placed = [ga.comp_row[h.node_id] for h in kept if h.node_id in ga.comp_row]
         rows = rows[~np.isin(rows, placed)]  # the method's own results are not added twice
         if rows.size:  # min-max over the scope's own rows, their exact cosines (an approximate layer has them too)
-            alpha = TEMPLATE_ALPHA if is_template_corpus(corpus) else SCOPE_ALPHA
+            alpha = TEMPLATE_ALPHA if (is_template_corpus(corpus) if template is None else template) else SCOPE_ALPHA
             lexical = np.asarray(comps.lexical.scores(question), dtype=np.float32)[rows]
             scores = fuse_minmax(lexical, comps.dense.scores_of(rows, qvec), alpha)
             order = np.lexsort((rows, -scores))[: k - len(kept)]
