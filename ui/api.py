@@ -12,12 +12,9 @@ names `ingest` and `ask`.
     c.predict(files=[handle_file("report.pdf")], api_name="/ingest")
     c.predict(question="How many trees were planted?", method="hikey", top_k=5, api_name="/ask")
     c.predict(question="What was the revenue in 2019?", docs="report.pdf", api_name="/ask")
-    c.predict(question="How many trees were planted?", method="hikey", stages="none", api_name="/ask")
 
 `docs` limits a question to documents of the workspace: their file names, one per line (or a JSON
-list); empty asks the whole workspace. `stages` is "default", "none" (the method as its paper
-publishes it) or stage names separated by commas; empty runs the server's setting. The reply's
-`stages` lists the stages the results ran through.
+list); empty asks the whole workspace.
 """
 
 from __future__ import annotations
@@ -68,14 +65,13 @@ def build(service: Service, workspace: gr.State, sample_workspace: Path | None) 
     """Hidden components and the two named endpoints. Call inside the Blocks, before the tabs."""
     max_files = service.settings.max_upload_files
 
-    # The API's parameter names are the callbacks' argument names (files, question, method, top_k, docs, stages).
+    # The API's parameter names are the callbacks' argument names (files, question, method, top_k, docs).
     with gr.Column(visible=False, elem_id="api-endpoints"):
         files_in = gr.File(label="files", file_count="multiple", file_types=[".pdf"])
         question_in = gr.Textbox(label="question")
         method_in = gr.Textbox(label="method", value=service.settings.retrieval.default_method)
         top_k_in = gr.Number(label="top_k", value=service.settings.retrieval.top_k, precision=0)
         docs_in = gr.Textbox(label="docs", value="")
-        stages_in = gr.Textbox(label="stages", value="")
         reply = gr.JSON(label="reply")
         ingest_trigger = gr.Button("ingest")
         ask_trigger = gr.Button("ask")
@@ -95,20 +91,17 @@ def build(service: Service, workspace: gr.State, sample_workspace: Path | None) 
 
     @gpu_task
     @user_errors
-    def ask(question: str, method: str, top_k: float | None, docs: str | None, stages: str | None, workspace_value: str):
+    def ask(question: str, method: str, top_k: float | None, docs: str | None, workspace_value: str):
         """Answer a question over this client's workspace (the sample corpus plus what it ingested), or
-        over the documents `docs` names (file names, one per line), through the stages `stages` names
-        ("default", "none" or names; empty: the server's setting)."""
+        over the documents `docs` names (file names, one per line)."""
         ws = session_workspace(workspace_value)
         # top_k goes to the service as sent (None = the default), so 0 or 10,000 is refused there, not replaced.
-        result = service.ask(
-            ws, question, method=method or None, top_k=top_k, docs=doc_names(docs), stages=(stages or "").strip() or None,
-        )
+        result = service.ask(ws, question, method=method or None, top_k=top_k, docs=doc_names(docs))
         return ask_payload(result)
 
     # The lowest limit given to a concurrency group is its limit (the Library's ingest and the Ask tab share these):
     # one ingest at a time (a parse worker and the encoders use both cores), two questions at a time.
     ingest_trigger.click(ingest, inputs=[files_in, workspace], outputs=[reply], api_name="ingest",
                          concurrency_limit=1, concurrency_id="ingest")
-    ask_trigger.click(ask, inputs=[question_in, method_in, top_k_in, docs_in, stages_in, workspace], outputs=[reply], api_name="ask",
+    ask_trigger.click(ask, inputs=[question_in, method_in, top_k_in, docs_in, workspace], outputs=[reply], api_name="ask",
                       concurrency_limit=2, concurrency_id="ask")

@@ -41,7 +41,7 @@ def test_the_named_endpoints_are_listed(app_url):
     client = gradio_client.Client(app_url, verbose=False)
     endpoints = client.view_api(return_format="dict", print_info=False)["named_endpoints"]
     assert {"/ingest", "/ask"} <= set(endpoints)
-    assert [p["parameter_name"] for p in endpoints["/ask"]["parameters"]] == ["question", "method", "top_k", "docs", "stages"]
+    assert [p["parameter_name"] for p in endpoints["/ask"]["parameters"]] == ["question", "method", "top_k", "docs"]
     assert [p["parameter_name"] for p in endpoints["/ingest"]["parameters"]] == ["files"]
 
 
@@ -94,20 +94,6 @@ def test_a_bad_call_comes_back_as_a_message(app_url):
     with pytest.raises(Exception) as err:
         client.predict(question=QUESTION, method="no-such-method", top_k=3, api_name="/ask")
     assert "no-such-method" in str(err.value) and "Traceback" not in str(err.value)
-
-
-def test_stages_switch_per_call(app_url):
-    """`stages`: empty runs the server's setting (the default set after hikey), "none" the method as
-    published, names only those; an unknown name is refused with the valid ones."""
-    client = gradio_client.Client(app_url, verbose=False)
-    question = "How many trees did the programme plant?"
-    default = client.predict(question=question, method="hikey", top_k=5, api_name="/ask")
-    assert "spread" in default["stages"] and len(default["stages"]) > 1
-    assert client.predict(question=question, method="hikey", top_k=5, stages="none", api_name="/ask")["stages"] == []
-    assert client.predict(question=question, method="hikey", top_k=5, stages="spread", api_name="/ask")["stages"] == ["spread"]
-    with pytest.raises(Exception) as err:
-        client.predict(question=question, method="hikey", top_k=5, stages="sparkle", api_name="/ask")
-    assert "'sparkle'" in str(err.value) and "spread" in str(err.value) and "Traceback" not in str(err.value)
 
 
 def test_out_of_bounds_input_is_refused_with_the_services_message(app_url):
