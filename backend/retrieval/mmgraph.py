@@ -50,8 +50,8 @@ from typing import Any
 import numpy as np
 
 from backend.retrieval.base import Retriever, StrategyParams, param, register
-from backend.retrieval.fif.rules import entity_spans
-from backend.retrieval.lilac.retriever import graph_arrays
+from backend.retrieval.entities import entity_spans
+from backend.retrieval.graphwalk import graph_arrays
 from backend.retrieval.titles import WORD, title_index
 from backend.retrieval.scoring import top_scored
 from backend.retrieval.traits import SHORT_DOC_PAGES

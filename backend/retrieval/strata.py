@@ -60,14 +60,11 @@ from typing import Any
 
 import numpy as np
 
-from backend.retrieval.base import Retriever, StrategyParams, param, register
+from backend.retrieval.base import Retriever, StrategyParams, get_retriever_class, param, register
+from backend.retrieval.decompose import decompose
+from backend.retrieval.entities import bridge_entities, compose, content_tokens
+from backend.retrieval.graphwalk import LateInteraction, best_of_document, component_neighbours, edge_scores, graph_arrays
 from backend.retrieval.scoring import QueryScores, reciprocal_rank_fusion, top_scored
-from backend.retrieval.hikey import HiKEYRetriever
-from backend.retrieval.hybrid import HybridRetriever
-from backend.retrieval.mmgraph import MMGraphRetriever
-from backend.retrieval.lilac import LateInteraction, best_of_document, component_neighbours, decompose
-from backend.retrieval.lilac.retriever import graph_arrays
-from backend.retrieval.fif.rules import bridge_entities, compose, content_tokens
 from backend.retrieval.titles import title_index
 from backend.retrieval.traits import HOP_SHARE, SHORT_DOC_PAGES, hop_share, mean_pages, template_share
 from backend.types import (
@@ -247,14 +244,12 @@ class StrataRetriever(Retriever):
         documents routing would drop); MMGraphRAG's entity-backed ranking, weighted 2, for
         unlinked corpora of short documents, where table row labels and names carry the
         question (dev-tatqa-pdf R@5 0.891 against 0.863 with hybrid)."""
-        corpus = self.corpus
-        kw = {"sub_encoder": self.sub_encoder, "llm": self.llm, "scores": sc}
-        entity_flat = mean_pages(corpus) <= p.short_doc_pages
-        flat_cls, flat_weight = (MMGraphRetriever, 2.0) if entity_flat else (HybridRetriever, 1.0)
+        entity_flat = mean_pages(self.corpus) <= p.short_doc_pages
+        flat_name, flat_weight = ("mmgraph", 2.0) if entity_flat else ("hybrid", 1.0)
         flat_params = {"entity_weight": FLAT_ENTITY_WEIGHT, "damp_mentions": 0, "by_names": 0, "homes": 0} if entity_flat else {}
-        routed = HiKEYRetriever(corpus, self.encoder, self.settings, **kw).retrieve(query, 3 * k, {}, trace)
-        flat_trace = Trace(method=flat_cls.name)
-        flat = flat_cls(corpus, self.encoder, self.settings, **kw).retrieve(query, 3 * k, flat_params, flat_trace)
+        routed = self._part("hikey", sc).retrieve(query, 3 * k, self._params("hikey", {}), trace)
+        flat_trace = Trace(method=flat_name)
+        flat = self._part(flat_name, sc).retrieve(query, 3 * k, self._params(flat_name, flat_params), flat_trace)
         trace.steps.extend(flat_trace.steps)
         trace.notes.extend(n for n in flat_trace.notes if n not in trace.notes)
         rankings = [([h.node_id for h in routed], 1.0), ([h.node_id for h in flat], flat_weight)]
@@ -262,14 +257,26 @@ class StrataRetriever(Retriever):
             rankings.append(([h.node_id for h in named], p.named))
         fused = reciprocal_rank_fusion(rankings, RRF_K)
         order = sorted(fused, key=lambda n: (-fused[n], n))[:k]
-        base = [ScoredNode(node_id=n, score=round(fused[n], 6), why=f"HiKEY + {flat_cls.name} (reciprocal rank)") for n in order]
-        trace.params["flat"] = flat_cls.name
-        inputs, weights = {"hikey": routed[:10], flat_cls.name: flat[:10]}, {"hikey": 1.0, flat_cls.name: flat_weight}
+        base = [ScoredNode(node_id=n, score=round(fused[n], 6), why=f"HiKEY + {flat_name} (reciprocal rank)") for n in order]
+        trace.params["flat"] = flat_name
+        inputs, weights = {"hikey": routed[:10], flat_name: flat[:10]}, {"hikey": 1.0, flat_name: flat_weight}
         if named:
             inputs["named documents"], weights["named documents"] = named[:10], p.named
-        trace.add(FuseStep(label=f"HiKEY routed ranking + flat {flat_cls.name} ranking" + (" + named documents" if named else ""),
+        trace.add(FuseStep(label=f"HiKEY routed ranking + flat {flat_name} ranking" + (" + named documents" if named else ""),
                            inputs=inputs, weights={**weights, "rrf_k": float(RRF_K)}))
         return base
+
+    def _part(self, method: str, sc: QueryScores) -> Retriever:
+        """Another registered method (the registry's), built for this question over the same
+        corpus, encoders, LLM and score cache."""
+        cls = get_retriever_class(method)
+        return cls(self.corpus, self.encoder, self.settings, sub_encoder=self.sub_encoder, llm=self.llm, scores=sc)
+
+    def _params(self, method: str, overrides: dict[str, Any]) -> dict[str, Any]:
+        """Every parameter of another method, its defaults under these settings with `overrides`,
+        validated by its typed params model (a name it does not have fails)."""
+        model = get_retriever_class(method).Params
+        return model.model_validate({**model.defaults(self.settings), **overrides}).model_dump()
 
     def _partner_candidates(
         self, node_id: str, li: LateInteraction, p: StrataParams, seen: set[str], linked_corpus: bool
@@ -367,17 +374,17 @@ class StrataRetriever(Retriever):
             return []
         homonyms_placed: set[int] = set()
         cand = np.array(list(kinds), dtype=np.int64)
-        edge_scores = np.maximum(reached[None, :], best[cand]).sum(axis=1)
-        gains = edge_scores - reached.sum()
+        scored = edge_scores(reached[None, :], best[cand])
+        gains = scored - reached.sum()
         placed: list[tuple[str, np.ndarray]] = []
-        for j in np.lexsort((cand, -edge_scores)):
+        for j in np.lexsort((cand, -scored)):
             if len(placed) >= limit or len(out) >= top_k:
                 break
             u = int(cand[j])
             if ga.comp_ids[u] in seen or mention_of.get(u, -1) in homonyms_placed:
                 continue  # one place per mention: "The Young Ones" names the TV series or the video game
             edges.append(ScoredEdge(
-                src=anchor, dst=ga.comp_ids[u], edge_kind=kinds[u], score=round(float(edge_scores[j]), 4),
+                src=anchor, dst=ga.comp_ids[u], edge_kind=kinds[u], score=round(float(scored[j]), 4),
                 matches=[SubqueryMatch(subquery=q, node_id=li.winner(a if best[a, q] >= best[u, q] else u, q)[0],
                                        score=round(float(max(reached[q], best[u, q])), 4)) for q in range(n_subqueries)],
                 one_sided=bool(gains[j] <= 0),

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from backend.retrieval.lilac.retriever import graph_arrays
+from backend.retrieval.graphwalk import graph_arrays
 from backend.retrieval.scoring import fuse_minmax
 from backend.retrieval.traits import TEMPLATE_ALPHA, is_template_corpus
 from backend.types import RankStep, ScoredNode, Trace
