@@ -216,7 +216,7 @@ def build(service: Service, workspace: gr.State, with_examples: bool, session_se
         """Every view of a run: answer side, replay, pack, results, export."""
         cites = result.answer.citations
         nodes = briefs(ws, result)
-        frames = replay.replay_frames(result.trace, nodes)
+        frames = replay.replay_frames(result.trace, nodes, shown=len(result.results))
         return (
             render.render_answer(result),
             contributed_html,

@@ -424,6 +424,16 @@ def _fuse_view(step: FuseStep, trace: Trace, index: int, nodes: Briefs) -> tuple
     return f"Fuse: {step.label} ({len(names)} input ranking(s))", body
 
 
+def crosses_cut(move: StageMove, shown: int | None) -> str:
+    """"in" when a move takes a unit into the first `shown` ranks (the results a run returns), "out"
+    when it takes one out of them, "" otherwise or when `shown` is not known."""
+    if not shown:
+        return ""
+    was = move.from_rank is not None and move.from_rank <= shown
+    now = move.to_rank is not None and move.to_rank <= shown
+    return "in" if now and not was else "out" if was and not now else ""
+
+
 def move_change(move: StageMove) -> tuple[str, str]:
     """(data-move value, words) for what a stage did to one unit: entered, dropped, up, down or kept."""
     before, after = move.from_rank, move.to_rank
@@ -444,14 +454,26 @@ def _rank_text(rank: int | None) -> str:
     return "-" if rank is None else str(rank)
 
 
-def _stage_view(step: StageStep, trace: Trace, index: int, nodes: Briefs) -> tuple[str, str]:
+def _stage_view(step: StageStep, trace: Trace, index: int, nodes: Briefs, shown: int | None = None) -> tuple[str, str]:
+    """What one stage did; with `shown` (the number of results the run returns) each move that takes
+    a unit into or out of the top `shown` says so."""
     changes = [move_change(m) for m in step.moves]
     counts = {k: sum(c == k for c, _ in changes) for k in ("entered", "dropped")}
+    cut_words = {"in": f"; now in the top {shown}", "out": f"; out of the top {shown}", "": ""}
     rows = "".join(
-        f'<tr class="st-stage-move st-move-{kind}" data-move="{kind}"><td>{node_ref(m.node_id, nodes, text_chars=70)}</td>'
+        f'<tr class="st-stage-move st-move-{kind}" data-move="{kind}" data-cut="{cut}">'
+        f"<td>{node_ref(m.node_id, nodes, text_chars=70)}</td>"
         f'<td class="st-num">{_rank_text(m.from_rank)}</td><td class="st-num">{_rank_text(m.to_rank)}</td>'
-        f"<td>{esc(words)}</td></tr>"
-        for m, (kind, words) in zip(step.moves[:TABLE_LIMIT * 2], changes)
+        f"<td>{esc(words + cut_words[cut])}</td></tr>"
+        for m, (kind, words), cut in zip(step.moves[:TABLE_LIMIT * 2], changes, (crosses_cut(m, shown) for m in step.moves))
+    )
+    into = sum(crosses_cut(m, shown) == "in" for m in step.moves)
+    out = sum(crosses_cut(m, shown) == "out" for m in step.moves)
+    cut_line = (
+        f'<div class="st-muted" data-into="{into}" data-out="{out}">The run returns the top {shown}: this stage moved {into} '
+        f"unit(s) into them and {out} out of them.</div>"
+        if shown
+        else ""
     )
     table = (
         '<table class="st-table st-replay-table st-stage-moves"><thead><tr><th>Unit</th><th>Rank before</th><th>Rank after</th>'
@@ -463,7 +485,7 @@ def _stage_view(step: StageStep, trace: Trace, index: int, nodes: Briefs) -> tup
         f'<div class="st-stage-desc" data-stage="{esc(step.name)}"><span class="st-stage-tag">Strata stage</span> '
         f"{esc(step.description)}</div>"
         + (f'<div class="st-stage-note"><b>What it read</b> {esc(step.note)}</div>' if step.note else "")
-        + f'<div class="st-replay-sub">What it moved ({len(step.moves)} unit(s))</div>{table}'
+        + f'<div class="st-replay-sub">What it moved ({len(step.moves)} unit(s))</div>{cut_line if step.moves else ""}{table}'
     )
     moved = "moved nothing"
     if step.moves:
@@ -564,11 +586,14 @@ def _step_strip(trace: Trace, current: int) -> str:
     return f'<div class="st-stepstrip">{chips}</div>'
 
 
-def render_step(trace: Trace, index: int, nodes: Briefs) -> str:
-    """Step `index` (0-based) of the trace, drawn by the view for its kind, under the step chips."""
+def render_step(trace: Trace, index: int, nodes: Briefs, shown: int | None = None) -> str:
+    """Step `index` (0-based) of the trace, drawn by the view for its kind, under the step chips.
+    `shown`: how many results the run returns, which a stage's view measures its moves against."""
     step = trace.steps[index]
-    view = STEP_VIEWS.get(getattr(step, "kind", ""), _json_view)
-    title, body = view(step, trace, index, nodes)
+    if isinstance(step, StageStep):
+        title, body = _stage_view(step, trace, index, nodes, shown)
+    else:
+        title, body = STEP_VIEWS.get(getattr(step, "kind", ""), _json_view)(step, trace, index, nodes)
     return (
         f'<div class="st-step" data-kind="{esc(getattr(step, "kind", ""))}" data-step="{index + 1}">'
         f"{_step_strip(trace, index)}"
@@ -576,11 +601,12 @@ def render_step(trace: Trace, index: int, nodes: Briefs) -> str:
     )
 
 
-def replay_frames(trace: Trace, nodes: Briefs) -> list[str]:
-    """One HTML frame per trace step (at least one frame, saying when there are no steps)."""
+def replay_frames(trace: Trace, nodes: Briefs, shown: int | None = None) -> list[str]:
+    """One HTML frame per trace step (at least one frame, saying when there are no steps); `shown`
+    as render_step takes it."""
     if not trace.steps:
         return [NO_STEPS]
-    return [render_step(trace, i, nodes) for i in range(len(trace.steps))]
+    return [render_step(trace, i, nodes, shown) for i in range(len(trace.steps))]
 
 
 def stages_text(result: AskResult) -> str:

@@ -86,6 +86,10 @@ def test_without_stages_the_replay_has_no_stage_step_and_with_them_it_does(ask_p
     moves = view.locator("tr[data-move]")
     assert moves.count() >= 1
     sync_api.expect(moves.first.locator(".st-node-where")).to_contain_text(".pdf p.")  # a unit by its page, not a bare id
+    # Measured against the results the run returns: the stage brought units into them.
+    sync_api.expect(view.locator('[data-into]')).to_contain_text("The run returns the top 10")
+    assert int(view.locator("[data-into]").get_attribute("data-into")) >= 1
+    sync_api.expect(view.locator('tr[data-cut="in"]').first).to_contain_text("now in the top 10")
     view.scroll_into_view_if_needed()
     _shot(page, "stages_ask_with")
     assert page.page_errors == []

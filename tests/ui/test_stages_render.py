@@ -282,3 +282,17 @@ def test_a_method_without_default_stages_is_one_run_not_two():
     runs, twice = compare.distinct_runs([plain, same, _result(units=("n1",)), staged])
     assert [compare.label(r) for r in runs] == ["bm25", "hikey", "hikey + stages"] and twice == ["bm25"]
     assert runs[0] is plain
+
+
+def test_moves_across_the_results_cut_are_marked_when_the_number_of_results_is_known():
+    trace = _trace(_stage())
+    html = replay.replay_frames(trace, NODES, shown=3)[1]
+    root = _xml(html)
+    assert [r.get("data-cut") for r in root.findall(".//tr[@data-move]")] == ["in", "", "in", "out"]
+    assert "up 1; now in the top 3" in html and "dropped (was rank 3); out of the top 3" in html
+    line = root.find(".//div[@data-into]")
+    assert (line.get("data-into"), line.get("data-out")) == ("2", "1")
+    assert "moved 2 unit(s) into them and 1 out of them" in html
+    # Without the number (a frame drawn on its own), no cut is claimed.
+    plain = replay.render_step(trace, 1, NODES)
+    assert "top 3" not in plain and "data-into" not in plain
