@@ -1,15 +1,17 @@
 """The one query pipeline (retrieve -> pack -> read), the bounds a question is checked against,
 and the one wire format of an answer.
 
-`QueryPipeline` runs a question through a retriever, HiKEY's token-budget packer and the
-evidence reader, timing each stage, and returns an `AskResult` (everything the UI shows).
+`QueryPipeline` runs a question through the stages asked for and a retriever (backend/stages/:
+the corpus profile, the question stages, the method, the ranking stages, the scope filter),
+HiKEY's token-budget packer and the evidence reader, timing each part, and returns an `AskResult`
+(everything the UI shows).
 `AskReply` is what leaves the program: `ask --json` prints it (with the trace), the API's `/ask`
 returns it (without the trace), and the batch and evaluation predictions write a
 `PredictionLine` built from it. Field names are read by other tools (bench/score.py, scripts);
 README's "Command line" and "API" sections list them.
 
-Not here: choosing the method, the LLM backend or the workspace (the service does that), and
-what a retriever does inside (backend/retrieval/).
+Not here: choosing the method, the LLM backend or the workspace (the service does that), what a
+retriever does inside (backend/retrieval/), and what a stage does (backend/stages/).
 """
 
 from __future__ import annotations

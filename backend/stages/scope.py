@@ -1,9 +1,8 @@
-"""A question asked of chosen documents only ("What was the total equity in 2019?" of one report).
-
-Reports, filings and papers often do not name themselves in the question: TAT-QA and
-MMLongBench give the document with each question (`meta.doc_scope`), and most of strata's tatqa
-misses are another report's look-alike table (bench/RESULTS.md, sixteenth session). A person who
-knows which report they mean says so, and the answer must come from it.
+"""The scope filter: a question asked of chosen documents only ("What was the total equity in 2019?"
+of one report). Reports, filings and papers often do not name themselves in the question; a person
+who knows which report they mean says so, and the answer must come from it. It is the user's
+filter, not a ranking heuristic: it runs whenever documents are chosen, whatever stages are asked
+for, and the trace shows it as the `scope` stage.
 
 Every method ranks the whole workspace as it always does, asked `SCOPE_WIDEN` times deeper; the
 results in the chosen documents keep the method's order, and when they are fewer than asked the

@@ -1,24 +1,14 @@
-"""The results spread over pages: a page's units beyond its first PAGE_HEAD_UNITS wait until every
-ranked page has had its first ones. The pages keep the order of their first units, so the page
-ranking is the same; only more pages fit in the first top_k results.
+"""Stage `spread`: the results spread over pages. A page's units beyond its first PAGE_HEAD_UNITS
+wait until every ranked page has had its first ones. The pages keep the order of their first
+units, so the page ranking is the same; only more pages fit in the first top_k results.
 
-Why: the structure-aware steps move a page's units together (the rows step and the quote step move
-"the units of the page", a routed report ranks its own paragraphs one after another), and on a
-report of one page with seven paragraphs the first 10 results covered two or three pages. Asked
-for 10 results, as the app asks, strata's page R@5 on dev-tatqa-pdf's tune half was 0.939 against
-0.950 for the first 10 pages of the same 30-deep ranking: the fifth page was not among the first
-10 units. Two units of a page (its table and a paragraph, the evidence a report question joins)
-stay together in the head, so the reader still gets both.
-
-PAGE_HEAD_UNITS was set on the tune halves (bench/RESULTS.md, twenty-ninth session), by page R@5
-at 10 results, simulated on the 30-deep predictions: 2 and 1 both give every structure-aware
-method its 30-deep figure on the tune halves of dev-tatqa-pdf, dev-mmlongbench and dev-hotpot-pdf
-(3 leaves strata's tatqa at 0.945). 2 is kept so that
-a page's table and the paragraph beside it stay together for the reader; 1 was not run through it.
-The page ranking, and so every page figure at 30 results, is the same by construction; the
-reader's answers moved within a question or two (strata's tatqa tune EM 0.462 before and after;
-at 10 results mmlongbench's one right tune answer, "How many figures are related to Airbus?", was
-lost). It runs before the named documents go first, so that their units all stay ahead.
+Why: the structure-aware stages move a page's units together (the rows stage and the quote stage
+move "the units of the page", a routed report ranks its own paragraphs one after another), and on
+a report of one page with seven paragraphs the first 10 results would cover two or three pages.
+Two units of a page (its table and a paragraph, the evidence a report question joins) stay
+together in the head, so the reader still gets both. PAGE_HEAD_UNITS is measured in
+bench/RESULTS.md#stages. It runs before the named documents go first, so that their units all
+stay ahead.
 """
 
 from __future__ import annotations

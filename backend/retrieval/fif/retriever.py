@@ -6,8 +6,8 @@ chooses TRAVERSE(anchor documents, subquery, strategy), PLAN or STOP; STOP reran
 memory against the original query, and (seed_weight > 0, not in the paper) fuses that order by
 reciprocal rank with the whole question's hybrid component ranking: the agent's hops add what
 the direct match misses, but a dead-end traversal cannot drop the question's best direct
-matches (issue 10: below hybrid on dev-tatqa-pdf and dev-mmlongbench without it). A traverse runs the document-level traverser (local hop:
-the documents the anchor's components link to, name by title without a link (mentions.py), or
+matches (bench/RESULTS.md#stages). A traverse runs the document-level traverser (local hop:
+the documents the anchor's components link to, name by title without a link (titles.py), or
 are linked from; global hop: every document
 summary), then the component-level traverser inside the chosen documents; the strategy tuple
 sets the hop scope, the vector granularity g (0: the node's own vector, 1: max over its
