@@ -83,7 +83,7 @@ def cmd_ask(args, settings: Settings) -> int:
     if not args.question:
         raise StrataError("Give a QUESTION, or --questions FILE.jsonl --out PRED.jsonl.")
     question = " ".join(args.question)
-    result = service.ask(ws, question, args.method, args.top_k, params, args.budget, docs=args.doc)
+    result = service.ask(ws, question, args.method, args.top_k, params, args.budget, docs=args.doc, stages=args.stages)
     if args.json:
         print(json.dumps(service.ask_reply(result).to_dict()))
     else:
@@ -91,7 +91,7 @@ def cmd_ask(args, settings: Settings) -> int:
         print(("ABSTAINED: " if a.abstained else "") + a.text)
         for c in a.citations:
             print(f"  [{c.n}] {c.doc} p.{c.page} {' > '.join(c.section_path)}: {c.text[:160]}")
-        print(f"({result.method}, {result.timings_ms.get('total', 0):.0f} ms)")
+        print(f"({result.label or result.method}, {result.timings_ms.get('total', 0):.0f} ms)")
     return 0
 
 
@@ -107,7 +107,7 @@ def _ask_batch(service, ws: Path, args, params: dict) -> int:
     with out_path.open("w") as out:
         for i, q in enumerate(questions):
             docs = (q.get("meta") or {}).get("doc_scope") if args.scoped else args.doc
-            result = service.ask(ws, q["question"], args.method, args.top_k, params, args.budget, docs=docs)
+            result = service.ask(ws, q["question"], args.method, args.top_k, params, args.budget, docs=docs, stages=args.stages)
             out.write(PredictionLine.of(str(q["id"]), result).to_json() + "\n")
             if (i + 1) % 25 == 0:
                 print(f"{i + 1}/{len(questions)} questions", file=sys.stderr)
@@ -173,6 +173,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="ask only this document (its file name, as `inspect` lists it); repeat for several")
     sp.add_argument("--scoped", action="store_true",
                     help="with --questions: ask each question of the documents its meta.doc_scope names (TAT-QA, MMLongBench)")
+    sp.add_argument("--stages", default=None, metavar="default|none|NAME[,NAME...]",
+                    help="stages run after the method (README \"Stages\"): default, none (the method as its paper "
+                         "describes it) or stage names; default: STRATA_RETRIEVAL__STAGES")
     sp.set_defaults(fn=cmd_ask)
 
     sp = common(sub.add_parser("eval", help="ingest a benchmark folder's corpus and score a method on it"))

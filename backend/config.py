@@ -118,6 +118,16 @@ class RetrievalSettings(_Section):
         description="Results every method ranks before a question's first top_k are returned, so that asking for fewer "
         "gives the head of the same ranking (the first 10 of 30, as evaluation ranks), not a shorter ranking that differs.",
     )
+    stages: str = Field(
+        "default",
+        description="Stages of the query pipeline run after a method (README \"Stages\"): default (the default set, "
+        "for the methods that take it), none (each method as its paper describes it) or a comma-separated list of names.",
+    )
+    profile: str = Field(
+        "auto",
+        description="Corpus profile whose parameter overrides the methods run with: auto (chosen by the corpus's measured "
+        "traits) or a profile name (plain, template, web_of_pages, short_separate, long_separate; join two with '+').",
+    )
     hybrid_alpha: float = Field(0.5, description="Weight of BM25 (vs dense) in min-max fused hybrid scores.")
     hikey_docs: int = Field(8, description="HiKEY Stage-1: documents routed to Stage 2.")
     hikey_lambda: float = Field(0.3, description="HiKEY final score weight of the document score.")

@@ -1,22 +1,23 @@
 """The one query pipeline (retrieve -> pack -> read), the bounds a question is checked against,
 and the one wire format of an answer.
 
-`QueryPipeline` runs a question through a retriever, HiKEY's token-budget packer and the
-evidence reader, timing each stage, and returns an `AskResult` (everything the UI shows).
+`QueryPipeline` runs a question through the stages asked for and a retriever (backend/stages/:
+the corpus profile, the question stages, the method, the ranking stages, the scope filter),
+HiKEY's token-budget packer and the evidence reader, timing each part, and returns an `AskResult`
+(everything the UI shows).
 `AskReply` is what leaves the program: `ask --json` prints it (with the trace), the API's `/ask`
 returns it (without the trace), and the batch and evaluation predictions write a
 `PredictionLine` built from it. Field names are read by other tools (bench/score.py, scripts);
 README's "Command line" and "API" sections list them.
 
-Not here: choosing the method, the LLM backend or the workspace (the service does that), and
-what a retriever does inside (backend/retrieval/).
+Not here: choosing the method, the LLM backend or the workspace (the service does that), what a
+retriever does inside (backend/retrieval/), and what a stage does (backend/stages/).
 """
 
 from __future__ import annotations
 
-import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,20 +28,11 @@ from backend.config import ReaderSettings, Settings
 from backend.errors import StrataError
 from backend.graph.corpus import Corpus
 from backend.llm.base import LLMBackend
-from backend.llm.text import content_tokens
 from backend.packing import TokenBudgetPacker
 from backend.reader import EvidenceReader, subqueries_of
 from backend.retrieval.base import Retriever
-from backend.retrieval.measures import with_line_items
-from backend.retrieval.mentions import near_titles
-from backend.retrieval.names import named_documents, named_first
-from backend.retrieval.novelty import new_words_first
-from backend.retrieval.rows import named_rows_first
-from backend.retrieval.quoted import quoted_page_first
-from backend.retrieval.references import place_references
-from backend.retrieval.scope import SCOPE_WIDEN, within_scope
-from backend.retrieval.spread import spread_over_pages
-from backend.retrieval.traits import is_long_separate_corpus, is_template_corpus
+from backend.stages import SCOPE, SCOPE_WIDEN, Stage, StageContext, is_none, run_stage, select_stages, stages_label
+from backend.stages.profile import PLAIN, Profile, choose_profile
 from backend.types import (
     Answer,
     AskResult,
@@ -55,6 +47,7 @@ from backend.types import (
     Trace,
 )
 
+StagesSpec = str | Sequence[str] | None  # "default", "none", "a,b" or names (backend/stages/)
 QuestionVectors = tuple[np.ndarray, np.ndarray]  # (text encoder, subcomponent encoder) vectors of the question
 
 
@@ -98,7 +91,7 @@ MAX_SCOPE = 500  # documents one question may be limited to
 
 
 def checked_scope(corpus: Corpus, docs: Iterable[str] | None) -> frozenset[str]:
-    """The ids of the documents a question is limited to (backend/retrieval/scope.py), given by file
+    """The ids of the documents a question is limited to (backend/stages/scope.py), given by file
     name (as the Library lists them) or by id; empty: the whole workspace. A StrataError names any
     the workspace does not hold."""
     names = list(dict.fromkeys(n.strip() for n in (docs or []) if n and n.strip()))
@@ -126,21 +119,6 @@ def result_item(corpus: Corpus, rank: int, hit: ScoredNode) -> ResultItem:
     )
 
 
-def spelt_as_titles(corpus: Corpus, question: str, trace: Trace) -> str:
-    """The question with each mistyped word of a title spelt as the title writes it
-    (mentions.NearTitles: "hree Men on a Horse" -> "Three Men on a Horse"), so that every signal of a
-    structure-aware method, and the title hops, read the name the user meant. A word counts as
-    mistyped only when no unit of the corpus writes it. The trace says what was read."""
-    lexical = corpus.layers["components"].lexical
-    fixes = near_titles(corpus).corrections(question, lambda w: len(lexical.query_tokens(w)) == len(content_tokens(w)))
-    for written, titled in fixes:
-        question = re.sub(rf"(?<!\w){re.escape(written)}(?!\w)", titled, question, count=1)
-    if fixes:
-        read = ", ".join(f'"{w}" as "{t}"' for w, t in fixes)
-        trace.notes.append(f"Read {read}: the question names a title of the corpus but for that word, which no unit writes.")
-    return question
-
-
 def _ms_since(start: float) -> float:
     return round((time.perf_counter() - start) * 1000, 2)
 
@@ -149,7 +127,8 @@ def _ms_since(start: float) -> float:
 class QueryPipeline:
     """retrieve -> pack -> read over one loaded corpus with one LLM backend (fresh per question,
     so its usage counts are that question's cost). The retriever is built for the same corpus
-    and backend; `question_vectors` encodes a question for the reader's unit scoring."""
+    and backend; `question_vectors` encodes a question for the reader's unit scoring and the
+    stages (backend/stages/)."""
 
     corpus: Corpus
     llm: LLMBackend
@@ -157,40 +136,51 @@ class QueryPipeline:
     question_vectors: Callable[[str], QuestionVectors]
     reader: ReaderSettings
     rank_depth: int = 30
+    stages: StagesSpec = "default"  # the stages a question runs through when the call names none
+    profile: str = "auto"  # the corpus profile (backend/stages/profile.py): auto or a profile name
 
     def retrieve(self, retriever: Retriever, method: str, question: str, top_k: int, params: dict,
-                 scope: frozenset[str] = frozenset()) -> tuple[list[ScoredNode], Trace]:
+                 scope: frozenset[str] = frozenset(), stages: StagesSpec = None) -> tuple[list[ScoredNode], Trace]:
         """The first top_k results of a ranking `rank_depth` deep (or top_k, when deeper): the
-        methods cut their candidate lists, the named documents and the references reorder, at the
-        depth they are asked for, so a shorter ranking asked for directly would differ from the
-        head of the longer one (dev-docugami-10q: strata's check R@5 was 0.924 at top_k 10 against
-        1.000 for the first 10 of 30). `scope`: document ids the results must come from
-        (backend/retrieval/scope.py; empty: the whole workspace)."""
+        methods cut their candidate lists, and the stages reorder, at the depth they are asked for,
+        so a shorter ranking asked for directly would differ from the head of the longer one
+        (bench/RESULTS.md#stages). `stages`: "default", "none" or stage names (backend/stages/;
+        None: this pipeline's `stages`); under any but "none" the corpus profile's overrides fill
+        the parameters `params` leave unset. `scope`: document ids the results must come from
+        (backend/stages/scope.py; empty: the whole workspace). The trace holds the profile, the
+        question stages, the method's own steps and the ranking stages, in the order they ran."""
         trace = Trace(method=method, llm_backend=self.llm.name)
+        spec = self.stages if stages is None else stages
+        selected = select_stages(spec, retriever.follows_references)
+        profile = self.profile_for(spec)
+        applied = profile.params_for(method, params)
+        if profile.chosen_by != "stages":
+            trace.add(profile.step(applied))
         depth = max(top_k, self.rank_depth) * (SCOPE_WIDEN if scope else 1)
-        searched = question
-        if retriever.follows_references:
-            question = spelt_as_titles(self.corpus, question, trace)
-            searched = with_line_items(self.corpus, question, trace)  # the question's words, and a named ratio's items
-        hits = retriever.retrieve(searched, depth, params, trace)
-        if retriever.follows_references:
-            hits = new_words_first(self.corpus, question, hits, trace)
-            template, long_separate = is_template_corpus(self.corpus), is_long_separate_corpus(self.corpus)
-            named = named_documents(self.corpus, question) if template or long_separate else ({}, set())
-            hits = named_rows_first(self.corpus, searched, hits, trace, frozenset(named[1]))
-            hits = quoted_page_first(self.corpus, question, hits, trace)
-            hits = spread_over_pages(self.corpus, hits, top_k, trace)
-            if template:
-                hits = named_first(self.corpus, question, hits, trace, named=named)
-            elif long_separate:
-                hits = named_first(self.corpus, question, hits, trace, "Long documents that do not lead to one another", named)
-            hits = place_references(self.corpus, question, hits, depth, trace, lambda: self.question_vectors(question)[0])
-        if scope:
-            hits = within_scope(self.corpus, hits, scope, question, self.question_vectors(question)[0], top_k, trace)
+        context = StageContext(corpus=self.corpus, question=question, top_k=top_k, depth=depth, trace=trace, profile=profile,
+                               encode=lambda q: self.question_vectors(q)[0], scope=scope, searched=question)
+        for stage in selected:
+            if stage.before_retrieval:
+                run_stage(stage, context, [])
+        hits = retriever.retrieve(context.searched, depth, {**applied, **params}, trace)
+        for stage in self._ranking_stages(selected, scope):
+            hits = run_stage(stage, context, hits)
         hits = hits[:top_k]
         trace.llm_calls, trace.llm_tokens = self.llm.usage.snapshot()
         trace.notes.extend(n for n in getattr(self.llm.usage, "notes", []) if n not in trace.notes)
         return hits, trace
+
+    def profile_for(self, stages: StagesSpec) -> Profile:
+        """The corpus profile a run under `stages` uses: plain under "none", else the one
+        `profile` names (auto: chosen by the corpus's traits)."""
+        if is_none(stages):
+            return Profile(name=PLAIN, chosen_by="stages")
+        return choose_profile(self.corpus, self.profile)
+
+    @staticmethod
+    def _ranking_stages(selected: Sequence[Stage], scope: frozenset[str]) -> list[Stage]:
+        """The selected stages that act on the ranking, and the scope filter when documents are chosen."""
+        return [s for s in selected if not s.before_retrieval] + ([SCOPE] if scope else [])
 
     def pack(self, question: str, hits: list[ScoredNode], budget: int) -> EvidencePack:
         packer = TokenBudgetPacker(self.corpus, self.count_tokens, self.reader.associates_per_anchor)
@@ -201,11 +191,13 @@ class QueryPipeline:
         return reader.read(question, self.question_vectors(question), pack, subqueries_of(trace))
 
     def run(self, retriever: Retriever, method: str, question: str, top_k: int, params: dict, budget: int,
-            scope: frozenset[str] = frozenset()) -> AskResult:
-        """The whole question, with the milliseconds of each stage in timings_ms."""
+            scope: frozenset[str] = frozenset(), stages: StagesSpec = None) -> AskResult:
+        """The whole question, with the milliseconds of each part in timings_ms."""
         timings: dict[str, float] = {}
+        spec = self.stages if stages is None else stages
+        selected = select_stages(spec, retriever.follows_references)
         t = time.perf_counter()
-        hits, trace = self.retrieve(retriever, method, question, top_k, params, scope)
+        hits, trace = self.retrieve(retriever, method, question, top_k, params, scope, spec)
         timings["retrieve"] = _ms_since(t)
         t = time.perf_counter()
         pack = self.pack(question, hits, budget)
@@ -217,7 +209,8 @@ class QueryPipeline:
         return AskResult(
             question=question, method=method, results=[result_item(self.corpus, i + 1, h) for i, h in enumerate(hits)],
             pack=pack, answer=answer, trace=trace, timings_ms=timings, llm_backend=self.llm.name,
-            llm_calls=self.llm.usage.calls, llm_tokens=self.llm.usage.tokens,
+            llm_calls=self.llm.usage.calls, llm_tokens=self.llm.usage.tokens, stages=[st.name for st in selected],
+            label=stages_label(method, spec, selected),
         )
 
     def reread(self, result: AskResult, budget: int) -> AskResult:
@@ -289,6 +282,7 @@ class AskReply(Model):
     timings_ms: dict[str, float]
     llm_calls: int
     llm_backend: str
+    stages: list[str] = Field(default_factory=list, description="The stages the results ran through (README \"Stages\").")
     trace: Trace | None = Field(None, description="The typed steps of the retrieval; left out by the API.")
 
     @classmethod
@@ -296,7 +290,7 @@ class AskReply(Model):
         return cls(
             question=result.question, method=result.method, answer=WireAnswer.of(result.answer),
             results=[WireResult.of(r) for r in result.results], timings_ms=result.timings_ms, llm_calls=result.llm_calls,
-            llm_backend=result.llm_backend, trace=result.trace if with_trace else None,
+            llm_backend=result.llm_backend, stages=result.stages, trace=result.trace if with_trace else None,
         )
 
     def to_dict(self) -> dict:

@@ -47,6 +47,7 @@ from backend.llm.hf import ModelSource, locate_model
 from backend.query import AskReply, QueryPipeline, checked_question, checked_scope, checked_top_k
 from backend.render import BLOCK_COLORS, block_highlights, png_bytes, render_page  # noqa: F401 (ui/parse.py reads BLOCK_COLORS here)
 from backend.retrieval.base import Retriever, get_retriever_class, method_names
+from backend.stages import select_stages, stage_infos
 from backend.sessions import SAMPLE_MARKER, SamplePreparation, SessionManager
 from backend.types import (
     AskResult,
@@ -70,6 +71,7 @@ from backend.types import (
     ProgressEvent,
     ResultItem,
     Section,
+    StageInfo,
     TableView,
 )
 
@@ -94,6 +96,12 @@ class NodeBrief(Model):
     label: str | None = None
     section_path: list[str] = Field(default_factory=list)
     text: str
+
+
+def _normal_spec(spec: str | Sequence[str] | None) -> str:
+    """A stages spec as one comparable string: names lower-case, sorted, comma-joined; "default" when empty."""
+    names = spec.split(",") if isinstance(spec, str) else list(spec or [])
+    return ",".join(sorted({n.strip().lower() for n in names if n and n.strip()})) or "default"
 
 
 class Service:
@@ -171,6 +179,12 @@ class Service:
             cls = get_retriever_class(name)
             out.append(MethodInfo(name=name, description=cls.description, params=[ParamInfo(**dataclasses.asdict(p)) for p in cls.param_specs(self.settings)]))
         return out
+
+    @staticmethod
+    def stage_infos() -> list[StageInfo]:
+        """The stages of the query pipeline (name, description, on which corpora each acts), in the
+        order they run, the scope filter last (README "Stages")."""
+        return stage_infos()
 
     def _store(self, workspace: Path, create: bool = False) -> WorkspaceStore:
         return WorkspaceStore(Path(workspace), create=create)
@@ -352,18 +366,21 @@ class Service:
         llm_backend: str | None = None,
         llm_settings: LLMSettings | None = None,
         docs: Sequence[str] | None = None,
+        stages: str | Sequence[str] | None = None,
     ) -> AskResult:
         """Retrieve, pack and read (backend.query.QueryPipeline). `llm_backend` (rules | openai | hf)
         overrides settings.reader.llm_backend for this question only; None keeps the setting.
         `llm_settings` (base URL, key, model, call budget ...) replaces settings.llm the same way,
         so one browser session's LLM choice never reaches another's. `docs`: file names (or ids)
-        of the documents to ask, none for the whole workspace (backend/retrieval/scope.py). The
+        of the documents to ask, none for the whole workspace (backend/stages/scope.py). The
         question and top_k are checked against settings.max_question_chars and max_top_k before
-        anything is loaded."""
+        anything is loaded. `stages`: "default", "none" or stage names (README "Stages"; None:
+        settings.retrieval.stages); an unknown name fails before the corpus is loaded too."""
         question = checked_question(question, self.settings)
         top_k = checked_top_k(top_k, self.settings)
         method = method or self.settings.retrieval.default_method
-        get_retriever_class(method)  # an unknown method fails before the corpus is loaded
+        stages = self.settings.retrieval.stages if stages is None else stages
+        select_stages(stages, get_retriever_class(method).follows_references)  # unknown names fail before the corpus is loaded
         corpus = self.corpus(workspace)
         if not corpus.documents:
             raise EmptyCorpusError("This workspace has no documents yet. Upload a PDF in the Library tab first.")
@@ -371,7 +388,7 @@ class Service:
         pipeline = self._pipeline(corpus, llm_backend, llm_settings)
         retriever = self.retriever(method, corpus, pipeline.llm)
         budget = int(budget or self.settings.reader.token_budget)
-        return pipeline.run(retriever, method, question, top_k, dict(params or {}), budget, scope)
+        return pipeline.run(retriever, method, question, top_k, dict(params or {}), budget, scope, stages)
 
     @staticmethod
     def ask_reply(result: AskResult, with_trace: bool = True) -> AskReply:
@@ -383,7 +400,8 @@ class Service:
         return QueryPipeline(
             corpus=corpus, llm=self.llm(llm_backend, llm_settings), count_tokens=encoders.text.count_tokens,
             question_vectors=lambda q: (encoders.text.encode([q])[0], encoders.sub.encode([q])[0]), reader=self.settings.reader,
-            rank_depth=self.settings.retrieval.rank_depth,
+            rank_depth=self.settings.retrieval.rank_depth, stages=self.settings.retrieval.stages,
+            profile=self.settings.retrieval.profile,
         )
 
     def llm(self, backend: str | None = None, llm_settings: LLMSettings | None = None) -> LLMBackend:
@@ -588,25 +606,41 @@ class Service:
         llm_backend: str | None = None,
         llm_settings: LLMSettings | None = None,
         docs: Sequence[str] | None = None,
+        stages: str | Sequence[str] | None = None,
     ) -> list[AskResult]:
-        """The same question through each method, in the order given (repeats dropped), one
-        AskResult per method. `params` maps a method name to its parameters; `docs` asks every
-        method of the same documents (ask)."""
-        names = list(dict.fromkeys(m for m in methods or [] if m))
-        if not names:
-            raise StrataError("No method to compare. Pick two to four methods.")
-        if len(names) > MAX_COMPARE_METHODS:
-            raise StrataError(f"{len(names)} methods were picked; compare at most {MAX_COMPARE_METHODS} at once.")
-        for name in names:
-            get_retriever_class(name)  # an unknown name fails before any method runs
+        """The same question through each method, in the order given, one AskResult per (method,
+        stages) pair, repeats dropped. `stages`: one spec for every method (a str, or None for the
+        setting), or a sequence of one spec per method ("hikey" twice with "none" and "default"
+        puts the method beside itself with its stages). `params` maps a method name to its
+        parameters; `docs` asks every method of the same documents (ask)."""
+        runs = self._compare_runs(methods, stages)
         params = params or {}
         return [
             self.ask(
                 workspace, question, name, top_k, params.get(name), budget, llm_backend=llm_backend, llm_settings=llm_settings,
-                docs=docs,
+                docs=docs, stages=spec,
             )
-            for name in names
+            for name, spec in runs
         ]
+
+    def _compare_runs(self, methods: list[str], stages: str | Sequence[str] | None) -> list[tuple[str, str]]:
+        """(method, stages spec) pairs in the order given, repeats and empty names dropped; a
+        StrataError for none, too many, an unknown method or stage, or a stages list of another length."""
+        methods = list(methods or [])
+        if stages is None or isinstance(stages, str):
+            specs = [stages if stages is not None else self.settings.retrieval.stages] * len(methods)
+        else:
+            specs = list(stages)
+            if len(specs) != len(methods):
+                raise StrataError(f"{len(specs)} stage choices for {len(methods)} methods; give one per method, or one for all.")
+        runs = list(dict.fromkeys((m, _normal_spec(s)) for m, s in zip(methods, specs) if m))
+        if not runs:
+            raise StrataError("No method to compare. Pick two to four methods.")
+        if len(runs) > MAX_COMPARE_METHODS:
+            raise StrataError(f"{len(runs)} methods were picked; compare at most {MAX_COMPARE_METHODS} at once.")
+        for name, spec in runs:
+            select_stages(spec, get_retriever_class(name).follows_references)  # unknown names fail before any method runs
+        return runs
 
     @staticmethod
     def parse_gold(text: str) -> list[GoldRef]:

@@ -469,9 +469,42 @@ class FuseStep(Model):
     reason: str = ""
 
 
+class StageMove(Model):
+    """One unit a stage moved: its 1-based rank before and after the stage (None before: the stage
+    brought it in; None after: the stage dropped it)."""
+
+    node_id: NodeId
+    from_rank: int | None
+    to_rank: int | None
+
+
+class StageStep(Model):
+    """What one named stage of the query pipeline (backend/stages/) did: the units it moved out of
+    the method's order (those whose order relative to the rest changed), and in words what it read.
+    A stage that rewrites the question records the rewrite as its note and moves nothing."""
+
+    kind: Literal["stage"] = "stage"
+    name: str
+    description: str = Field(description="One line, for the UI.")
+    moves: list[StageMove] = Field(default_factory=list)
+    note: str = Field("", description="What the stage read, in words.")
+
+
+class ProfileStep(Model):
+    """The corpus profile a question ran under (backend/stages/profile.py): its name, the measured
+    traits it was chosen by, and every strategy parameter it set for this method."""
+
+    kind: Literal["profile"] = "profile"
+    name: str
+    traits: dict[str, float] = Field(default_factory=dict)
+    overrides: dict[str, float | int | str | bool] = Field(default_factory=dict)
+    chosen_by: str = Field("traits", description="traits: measured on the corpus; setting: STRATA_RETRIEVAL__PROFILE.")
+
+
 TraceStep = Annotated[
     Union[
-        RankStep, RouteDocsStep, RankSectionsStep, DecomposeStep, BeamStep, AgentStep, IterationStep, EntityStep, FuseStep
+        RankStep, RouteDocsStep, RankSectionsStep, DecomposeStep, BeamStep, AgentStep, IterationStep, EntityStep, FuseStep,
+        StageStep, ProfileStep,
     ],
     Field(discriminator="kind"),
 ]
@@ -535,9 +568,20 @@ class AskResult(Model):
     llm_backend: str
     llm_calls: int = 0
     llm_tokens: int = 0
+    stages: list[str] = Field(default_factory=list, description="The stages selected for this run, in pipeline order.")
+    label: str = Field("", description='The method and its stages: "hikey", "hikey + stages", "hikey + stages(a,b)".')
 
 
 # ---------------------------------------------------------------- service views
+
+
+class StageInfo(Model):
+    """A stage of the query pipeline as the UI lists it (Service.stage_infos)."""
+
+    name: str
+    description: str
+    acts_on: str = Field(description="On which kinds of corpus it acts, in words.")
+    switchable: bool = Field(True, description="False for the scope filter, which is on whenever documents are chosen.")
 
 
 class ParamInfo(Model):

@@ -100,8 +100,8 @@ def test_readme_lists_every_setting():
 # ---------------------------------------------------------------- strategy packages
 
 RETRIEVAL_DIR = BACKEND_DIR / "retrieval"
-# What a strategy may import from the backend: the retrieval base, scoring and other strategies
-# (backend.retrieval.*), the data model, the LLM protocol and task modules, and the read APIs of
+# What a strategy may import from the backend: the retrieval base, scoring and the shared modules
+# (backend.retrieval.*; never another strategy: test_no_strategy_imports_another...), the data model, the LLM protocol and task modules, and the read APIs of
 # the graph and the indexes, with index.texts (pure functions: the text a unit is indexed by, the
 # ways a title is written). Never the service, ingest, evaluation, packing, reader, the store
 # (a writer) or the settings (parameter defaults are resolved by the retrieval base).
@@ -154,11 +154,15 @@ def test_strategy_packages_import_only_base_scoring_types_llm_protocol_and_read_
 
 
 def test_a_strategy_with_more_than_one_file_is_a_package():
-    """Its retriever, tasks and rules live in one folder: no strategy rules left in backend/llm/."""
+    """Its retriever, tasks and rules live in one folder: no strategy rules left in backend/llm/. LILaC's
+    decomposition, which strata and FiF's rules use too, is the shared backend/retrieval/decompose/."""
     assert not list((BACKEND_DIR / "llm").glob("rules_*.py"))
     for name in ("fif", "lilac", "mirag"):
         package = RETRIEVAL_DIR / name
-        assert (package / "__init__.py").is_file() and (package / "retriever.py").is_file() and (package / "tasks.py").is_file()
+        assert (package / "__init__.py").is_file() and (package / "retriever.py").is_file()
+        assert name == "lilac" or (package / "tasks.py").is_file()
+    shared = RETRIEVAL_DIR / "decompose"
+    assert (shared / "__init__.py").is_file() and (shared / "task.py").is_file() and (shared / "rules.py").is_file()
 
 
 # ---------------------------------------------------------------- tests
@@ -231,3 +235,45 @@ def test_no_backend_module_parses_row_text():
         if rel not in SEPARATOR_SPLITS_ALLOWED:
             problems += [f"{rel}:{line}" for line in row_text_parses(path.read_text(encoding="utf-8"))]
     assert problems == [], "read a row's cells from Node.row / EvidenceUnit.row, not from its text:\n" + "\n".join(problems)
+
+
+# ---------------------------------------------------------------- strategies stand alone
+
+STRATEGIES = ("bm25", "dense", "hybrid", "hikey", "lilac", "fif", "mirag", "mmgraph", "strata")
+
+
+def _strategy_of_module(mod: str) -> str | None:
+    """The strategy a dotted module belongs to (backend.retrieval.fif.rules -> fif), else None."""
+    parts = mod.split(".")
+    if parts[:2] == ["backend", "retrieval"] and len(parts) > 2 and parts[2] in STRATEGIES:
+        return parts[2]
+    return None
+
+
+def _strategy_of_file(path: Path) -> str | None:
+    rel = path.relative_to(RETRIEVAL_DIR).parts
+    name = rel[0].removesuffix(".py")
+    return name if name in STRATEGIES else None
+
+
+def test_the_strategy_checker_sees_strategies():
+    assert _strategy_of_module("backend.retrieval.fif.rules") == "fif"
+    assert _strategy_of_module("backend.retrieval.lilac") == "lilac"
+    assert _strategy_of_module("backend.retrieval.graphwalk") is None
+    assert _strategy_of_file(RETRIEVAL_DIR / "mirag" / "tasks.py") == "mirag"
+    assert _strategy_of_file(RETRIEVAL_DIR / "titles.py") is None
+    assert {p.name.removesuffix(".py") for p in RETRIEVAL_DIR.iterdir() if p.name.removesuffix(".py") in STRATEGIES} == set(STRATEGIES)
+
+
+def test_no_strategy_imports_another_and_shared_code_imports_none():
+    """A strategy imports the base and the shared modules, never another strategy (strata composes
+    others through the registry); the shared modules of backend/retrieval/ and the stages of
+    backend/stages/ import no strategy at all."""
+    problems = []
+    for path in _py_files(RETRIEVAL_DIR) + _py_files(BACKEND_DIR / "stages"):
+        own = _strategy_of_file(path) if RETRIEVAL_DIR in path.parents else None
+        for line, mod in imported_modules(path):
+            other = _strategy_of_module(mod)
+            if other is not None and other != own:
+                problems.append(f"{path.relative_to(REPO_ROOT)}:{line} imports {mod}")
+    assert problems == [], "strategies stand alone (STYLE.md habit 12):\n" + "\n".join(problems)

@@ -201,3 +201,14 @@ def test_bad_arguments_are_reported_on_stderr(tmp_path):
     assert proc.returncode != 0
     assert proc.stdout == ""
     assert "No workspace" in proc.stderr
+
+
+def test_ask_stages_switches_the_stages_and_names_an_unknown_one(workspace_copy):
+    question = "What does Table 2 of the data annex show?"
+    plain = run_cli("ask", "--workspace", str(workspace_copy), "--method", "strata", "--stages", "none", "--json", question)
+    assert plain.returncode == 0, plain.stderr
+    out = json.loads(plain.stdout)
+    assert out["stages"] == []
+    assert not [s for s in out["trace"]["steps"] if s["kind"] in ("stage", "profile")]
+    bad = run_cli("ask", "--workspace", str(workspace_copy), "--method", "strata", "--stages", "quoted,sprad", question)
+    assert bad.returncode != 0 and "'sprad'" in bad.stderr and "spread" in bad.stderr

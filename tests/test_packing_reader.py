@@ -241,7 +241,7 @@ def test_a_role_the_asking_subquery_asks_about_is_read_one_page_past_the_bridge(
     # ("Who is the star of the comedy series") is no hop past the bridge.
     from backend.reader import EvidenceUnit
     from backend.reader import EvidenceReader
-    from backend.retrieval.mentions import title_index
+    from backend.retrieval.titles import title_index
 
     reader = EvidenceReader(corpus, pipeline.llm, 0.35)
     docs = {doc.file_name: d for d, doc in corpus.documents.items()}

@@ -14,7 +14,8 @@ names `ingest` and `ask`.
     c.predict(question="What was the revenue in 2019?", docs="report.pdf", api_name="/ask")
 
 `docs` limits a question to documents of the workspace: their file names, one per line (or a JSON
-list); empty asks the whole workspace.
+list); empty asks the whole workspace. `stages` names the stages run after the method (README
+"Stages"): "default", "none" or stage names, comma-separated; empty: the server's setting.
 """
 
 from __future__ import annotations
@@ -65,13 +66,14 @@ def build(service: Service, workspace: gr.State, sample_workspace: Path | None) 
     """Hidden components and the two named endpoints. Call inside the Blocks, before the tabs."""
     max_files = service.settings.max_upload_files
 
-    # The API's parameter names are the callbacks' argument names (files, question, method, top_k, docs).
+    # The API's parameter names are the callbacks' argument names (files, question, method, top_k, docs, stages).
     with gr.Column(visible=False, elem_id="api-endpoints"):
         files_in = gr.File(label="files", file_count="multiple", file_types=[".pdf"])
         question_in = gr.Textbox(label="question")
         method_in = gr.Textbox(label="method", value=service.settings.retrieval.default_method)
         top_k_in = gr.Number(label="top_k", value=service.settings.retrieval.top_k, precision=0)
         docs_in = gr.Textbox(label="docs", value="")
+        stages_in = gr.Textbox(label="stages", value="")
         reply = gr.JSON(label="reply")
         ingest_trigger = gr.Button("ingest")
         ask_trigger = gr.Button("ask")
@@ -91,17 +93,19 @@ def build(service: Service, workspace: gr.State, sample_workspace: Path | None) 
 
     @gpu_task
     @user_errors
-    def ask(question: str, method: str, top_k: float | None, docs: str | None, workspace_value: str):
+    def ask(question: str, method: str, top_k: float | None, docs: str | None, stages: str | None, workspace_value: str):
         """Answer a question over this client's workspace (the sample corpus plus what it ingested), or
-        over the documents `docs` names (file names, one per line)."""
+        over the documents `docs` names (file names, one per line), through the `stages` asked for
+        (default, none or stage names; empty: the server's setting)."""
         ws = session_workspace(workspace_value)
         # top_k goes to the service as sent (None = the default), so 0 or 10,000 is refused there, not replaced.
-        result = service.ask(ws, question, method=method or None, top_k=top_k, docs=doc_names(docs))
+        result = service.ask(ws, question, method=method or None, top_k=top_k, docs=doc_names(docs),
+                             stages=(stages or "").strip() or None)
         return ask_payload(result)
 
     # The lowest limit given to a concurrency group is its limit (the Library's ingest and the Ask tab share these):
     # one ingest at a time (a parse worker and the encoders use both cores), two questions at a time.
     ingest_trigger.click(ingest, inputs=[files_in, workspace], outputs=[reply], api_name="ingest",
                          concurrency_limit=1, concurrency_id="ingest")
-    ask_trigger.click(ask, inputs=[question_in, method_in, top_k_in, docs_in, workspace], outputs=[reply], api_name="ask",
+    ask_trigger.click(ask, inputs=[question_in, method_in, top_k_in, docs_in, stages_in, workspace], outputs=[reply], api_name="ask",
                       concurrency_limit=2, concurrency_id="ask")

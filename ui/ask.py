@@ -1,16 +1,18 @@
 """Ask tab: a question, a retrieval method with its parameters, the LLM backend, top-k, the
-evidence budget and (optionally) the documents to ask in; the answer (or a clearly marked
-abstention) with numbered citation chips out. A chip shows the cited sentence, row or region
+evidence budget, Strata's stages (the default set, none so that the method runs as its paper
+publishes it, or a ticked subset) and (optionally) the documents to ask in; the answer (or a
+clearly marked abstention) with numbered citation chips out. A chip shows the cited sentence, row or region
 boxed on its page. Below: the traversal replay (ui/replay.py), the packed evidence as a tree
 with a budget slider that re-packs on release, the ranked results, and saving a run as JSON or
 loading one back into the views.
 
 The session keeps the last run (an `AskResult`) in a `gr.State`, so picking a citation,
 re-packing or exporting needs no new question. It also keeps a small digest of the session's
-recent runs per question (RunDigest: method, answer, result units), so that asking the same question
-with another method says what this method contributed: the units only it found, and whether its
-answer is word for word another method's. This module only wires callbacks: each unpacks, makes
-one service call and hands the result to the pure renderers.
+recent runs per question (RunDigest: run label, answer, result units), so that asking the same
+question with another method, or the same method with or without stages, says what this run
+contributed: the units only it found, and whether its answer is word for word another run's.
+This module only wires callbacks: each unpacks, makes one service call and hands the result to
+the pure renderers.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from pydantic import ValidationError
 
 from backend.errors import StrataError, WorkspaceError
 from backend.service import NodeBrief, Service
-from backend.types import AskResult, Citation, Highlight, MethodInfo, ParamInfo
+from backend.types import AskResult, Citation, Highlight, MethodInfo, ParamInfo, StageInfo
 from ui import render, replay
 from ui.common import session_workspace, user_errors
 from ui.spaces_gpu import gpu_task
@@ -51,6 +53,14 @@ LLM_BACKEND_LABELS = {
     "openai": "openai (OpenAI-compatible server)",
     "hf": "hf (local transformers model)",
 }
+# The stages menu: with the default set, without any (the method as its paper publishes it), or
+# only the stages ticked below it.
+WITH_STAGES, WITHOUT_STAGES, CHOSEN_STAGES = "default", "none", "chosen"
+STAGE_MODES = [
+    ("With Strata's stages", WITH_STAGES),
+    ("Without (method as published)", WITHOUT_STAGES),
+    ("Only the ticked stages", CHOSEN_STAGES),
+]
 RUNS_DIR = Path(tempfile.gettempdir()) / "strata_runs"  # Gradio serves files from the temp dir
 MAX_RUN_BYTES = 20 * 1024 * 1024
 # Every element with data-cite (answer chips, citation cards) opens that citation on its page.
@@ -77,6 +87,8 @@ def build(service: Service, workspace: gr.State, with_examples: bool, session_se
     settings = service.settings
     default_method = settings.retrieval.default_method if settings.retrieval.default_method in methods else next(iter(methods))
     param_slots = max((len(m.params) for m in methods.values()), default=0)
+    stage_infos = service.stage_infos()
+    stage_mode_value, stage_names_value = initial_stages(settings.retrieval.stages, stage_infos)
     with gr.Tab("Ask", id="ask"):
         with gr.Row(equal_height=True):
             question = gr.Textbox(
@@ -99,9 +111,20 @@ def build(service: Service, workspace: gr.State, with_examples: bool, session_se
                 128, 8192, value=settings.reader.token_budget, step=64, label="Evidence token budget", scale=2,
                 elem_id="ask-budget",
             )
-        docs = gr.Dropdown(
-            label="Only these documents", choices=[], value=[], multiselect=True, elem_id="ask-docs",
-            info="Empty: the whole workspace. Pick a report to ask it alone; the list is read when you open it.",
+        with gr.Row(equal_height=True):
+            stage_mode = gr.Radio(
+                STAGE_MODES, value=stage_mode_value, label="Strata's stages", scale=3, min_width=300, elem_id="ask-stages",
+                info="Stages act on the question and the method's ranking; each one that acts is a step in the replay. "
+                "The default set is empty for the flat baselines.",
+            )
+            docs = gr.Dropdown(
+                label="Only these documents", choices=[], value=[], multiselect=True, elem_id="ask-docs", scale=2,
+                min_width=240,
+                info="Empty: the whole workspace. Pick a report to ask it alone; the list is read when you open it.",
+            )
+        stage_names = gr.CheckboxGroup(
+            stage_choices(stage_infos), value=stage_names_value, label="Stages to run, in pipeline order",
+            visible=stage_mode_value == CHOSEN_STAGES, elem_id="ask-stage-names", elem_classes=["st-stage-list"],
         )
         with gr.Accordion(_params_title(methods[default_method]), open=False, elem_id="ask-params-panel") as params_panel:
             with gr.Row():
@@ -193,7 +216,7 @@ def build(service: Service, workspace: gr.State, with_examples: bool, session_se
         """Every view of a run: answer side, replay, pack, results, export."""
         cites = result.answer.citations
         nodes = briefs(ws, result)
-        frames = replay.replay_frames(result.trace, nodes)
+        frames = replay.replay_frames(result.trace, nodes, shown=len(result.results))
         return (
             render.render_answer(result),
             contributed_html,
@@ -203,7 +226,7 @@ def build(service: Service, workspace: gr.State, with_examples: bool, session_se
             {"headers": render.RESULT_HEADERS, "data": render.result_rows(result.results)},
             replay.render_pack_tree(result.pack, nodes),
             gr.update(value=result.pack.budget, interactive=True),
-            gr.update(label=f"Traversal replay: {result.method}, {len(result.trace.steps)} step(s)"),
+            gr.update(label=replay_title(result)),
             replay.render_replay_header(result),
             *replay.loaded(frames),
             result,
@@ -213,7 +236,7 @@ def build(service: Service, workspace: gr.State, with_examples: bool, session_se
     @gpu_task
     @user_errors
     def ask(workspace_value: str, session, history: AskHistory | None, text: str, method_name: str, backend: str, k: float,
-            budget_tokens: float, chosen_docs: list[str] | None, *values):
+            budget_tokens: float, chosen_docs: list[str] | None, mode: str, chosen_stages: list[str] | None, *values):
         ws = session_workspace(workspace_value)
         info = methods.get(method_name)
         if info is None:
@@ -221,6 +244,7 @@ def build(service: Service, workspace: gr.State, with_examples: bool, session_se
         result = service.ask(
             ws, text, method=method_name, top_k=int(k), params=_param_values(info, values), budget=int(budget_tokens),
             llm_backend=backend, llm_settings=getattr(session, "llm", None), docs=chosen_docs or None,
+            stages=stage_spec(mode, chosen_stages),
         )
         # Compared with the other methods' earlier runs of this question, before this run joins them.
         return (*show_run(ws, result, render_contribution(result, contribution(result, history))), remember(history, result))
@@ -284,6 +308,9 @@ def build(service: Service, workspace: gr.State, with_examples: bool, session_se
             *[gr.update(**_slot_props(_param_at(info, i))) for i in range(len(slots))],
         )
 
+    def choose_stage_mode(mode: str):
+        return gr.update(visible=mode == CHOSEN_STAGES)
+
     def follow_settings(session):
         """The Settings tab's choices become this tab's defaults (the menus can still differ per question)."""
         if session is None:
@@ -295,7 +322,9 @@ def build(service: Service, workspace: gr.State, with_examples: bool, session_se
         answer, contributed, citations, facts, citation_image, results, pack, repack_budget, replay_accordion, panel.header,
         *panel.load_outputs, run_state, export,
     ]
-    inputs = [workspace, session, history_state, question, method, llm_backend, top_k, budget, docs, *slots]
+    inputs = [
+        workspace, session, history_state, question, method, llm_backend, top_k, budget, docs, stage_mode, stage_names, *slots,
+    ]
     # The tab's events stay out of the API docs: programs use the named /ask endpoint (ui/api.py).
     private = {"api_visibility": "private"}
     for trigger in (ask_button.click, question.submit):
@@ -316,10 +345,61 @@ def build(service: Service, workspace: gr.State, with_examples: bool, session_se
         load_run, inputs=[workspace, run_file], outputs=[*run_outputs, run_file], show_progress_on=[answer], **private
     )
     method.change(choose_method, inputs=[method], outputs=[method, params_panel, *slots], queue=False, **private)
+    stage_mode.change(choose_stage_mode, inputs=[stage_mode], outputs=[stage_names], queue=False, **private)
     docs.focus(list_docs, inputs=[workspace, docs], outputs=[docs], queue=False, **private)
     # Not session_settings.change: Gradio hashes a watched state's value, and the settings hold
     # pydantic objects it cannot hash. The caller wires `follow` to the Settings tab's Apply.
     return AskTab(question=question, ask_button=ask_button, follow=follow_settings, follow_outputs=[llm_backend, top_k, budget])
+
+
+# ---------------------------------------------------------------- stages
+
+
+def stage_choices(infos: list[StageInfo]) -> list[tuple[str, str]]:
+    """The stage checkboxes: "name: what it does · acts on: which corpora", valued by name, in pipeline
+    order; a stage that cannot be switched (the documents filter, on whenever documents are chosen)
+    is not listed."""
+    return [
+        (f"{i.name}: {i.description}" + (f" · acts on: {i.acts_on}" if i.acts_on else ""), i.name)
+        for i in infos
+        if i.switchable
+    ]
+
+
+def initial_stages(setting: str, infos: list[StageInfo]) -> tuple[str, list[str]]:
+    """The stages menu and checkboxes as the server's stage setting ("default", "none" or names) puts them."""
+    names = [i.name for i in infos if i.switchable]
+    spec = (setting or WITH_STAGES).strip()
+    if spec in (WITH_STAGES, WITHOUT_STAGES):
+        return spec, names
+    chosen = [n for n in (part.strip() for part in spec.split(",")) if n in names]
+    return CHOSEN_STAGES, chosen
+
+
+def stage_spec(mode: str, chosen: list[str] | None) -> str:
+    """The service's `stages` value for the menu's choice: "default", "none" or the ticked names."""
+    if mode in (WITH_STAGES, WITHOUT_STAGES):
+        return mode
+    if mode != CHOSEN_STAGES:
+        raise StrataError(
+            f"Unknown stages choice '{mode}'. Pick one of: with Strata's stages, without, or only the ticked stages."
+        )
+    if not chosen:
+        raise StrataError("No stage is ticked. Tick the stages to run, or choose 'Without (method as published)'.")
+    return ",".join(chosen)
+
+
+def run_label(result: AskResult) -> str:
+    """How a run is named next to others: the method and its stages ("hikey + stages"), or the method."""
+    return result.label or result.method
+
+
+def replay_title(result: AskResult) -> str:
+    """The replay panel's title: method, step count and how many of the steps are Strata's stages."""
+    acted = replay.stage_step_count(result.trace)
+    return f"Traversal replay: {result.method}, {len(result.trace.steps)} step(s)" + (
+        f", {acted} from Strata's stages" if acted else ""
+    )
 
 
 # ---------------------------------------------------------------- what a method contributed
@@ -332,7 +412,8 @@ Unit: TypeAlias = tuple[str, str, int]  # (node id, document file name, page)
 
 @dataclass(frozen=True, slots=True)
 class RunDigest:
-    """What the session remembers of a run to compare the next method's run with."""
+    """What the session remembers of a run to compare the next run with (`method` holds the run
+    label, so "hikey" and "hikey + stages" are two runs)."""
 
     method: str
     answer: str  # whitespace-normalised answer text ("" when it abstained)
@@ -341,17 +422,18 @@ class RunDigest:
     @classmethod
     def of(cls, result: AskResult) -> RunDigest:
         answer = "" if result.answer.abstained else " ".join(result.answer.text.split())
-        return cls(result.method, answer, tuple((r.node_id, r.doc, r.page) for r in result.results))
+        return cls(run_label(result), answer, tuple((r.node_id, r.doc, r.page) for r in result.results))
 
 
-AskHistory: TypeAlias = dict[str, dict[str, RunDigest]]  # question key -> method -> its latest run
+AskHistory: TypeAlias = dict[str, dict[str, RunDigest]]  # question key -> run label -> its latest run
 
 
 @dataclass(frozen=True, slots=True)
 class Contribution:
-    """A run against the session's earlier runs of the same question with other methods."""
+    """A run against the session's earlier runs of the same question with other methods (or the
+    same method with other stages)."""
 
-    others: tuple[str, ...]  # the other methods, in the order they were asked
+    others: tuple[str, ...]  # the other runs' labels, in the order they were asked
     only: tuple[Unit, ...]  # this run's units that none of them returned
     same_answer_as: str | None  # the first of them whose answer is word for word this one
 
@@ -361,12 +443,12 @@ def question_key(text: str) -> str:
 
 
 def remember(history: AskHistory | None, result: AskResult) -> AskHistory:
-    """A new history with this run as its method's latest for its question (the question moves to
+    """A new history with this run as its label's latest for its question (the question moves to
     the end; the oldest questions beyond MAX_REMEMBERED_QUESTIONS are forgotten)."""
     out = dict(history or {})
     key = question_key(result.question)
     runs = dict(out.pop(key, {}))
-    runs[result.method] = RunDigest.of(result)
+    runs[run_label(result)] = RunDigest.of(result)
     out[key] = runs
     for old in list(out)[: max(0, len(out) - MAX_REMEMBERED_QUESTIONS)]:
         del out[old]
@@ -374,8 +456,8 @@ def remember(history: AskHistory | None, result: AskResult) -> AskHistory:
 
 
 def contribution(result: AskResult, history: AskHistory | None) -> Contribution | None:
-    """What this run adds to the other methods' runs of the same question; None when there are none."""
-    others = [d for m, d in (history or {}).get(question_key(result.question), {}).items() if m != result.method]
+    """What this run adds to the other runs (other labels) of the same question; None when there are none."""
+    others = [d for m, d in (history or {}).get(question_key(result.question), {}).items() if m != run_label(result)]
     if not others:
         return None
     seen = {unit[0] for d in others for unit in d.units}
@@ -395,7 +477,7 @@ def render_contribution(result: AskResult, c: Contribution | None) -> str:
     nothing new; with "same answer as X" first when the answers are word for word the same."""
     if c is None:
         return ""
-    n, method, same = len(c.only), render.esc(result.method), render.esc(c.same_answer_as or "")
+    n, method, same = len(c.only), render.esc(run_label(result)), render.esc(c.same_answer_as or "")
     if same and n:
         text = f"Same answer as {same}; different evidence: {n} unit(s) found only by {method}, on {_pages_text(c.only)}"
     elif same:

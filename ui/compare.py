@@ -1,13 +1,17 @@
-"""Compare tab: one question through two to four methods side by side: each method's answer and
-ranked results (document, page, snippet), the units only one method found, how much their result
-pages overlap (a Jaccard matrix), latency and LLM calls. With gold evidence (a benchmark question picked from a collection, or
-pages typed in) every result is marked hit or miss on its page, as ../shared/bench/score.py counts.
+"""Compare tab: one question through two to four runs side by side: each run's answer and ranked
+results (document, page, snippet), the units only one run found, how much their result pages
+overlap (a Jaccard matrix), latency and LLM calls. A run is a method with or without Strata's
+stages, named by its label ("hikey", "hikey + stages"): the stages menu runs every ticked method
+with the stages, without them (as its paper publishes it), or both side by side, which doubles
+each method (so at most two methods then, four columns). With gold evidence (a benchmark
+question picked from a collection, or pages typed in) every result is marked hit or miss on its
+page, as ../shared/bench/score.py counts.
 
 A benchmark question is asked over that benchmark's own workspace (its corpus, ingested once),
 never over the user's documents; a question typed by the user runs over the session's workspace.
 "Only these documents" asks every compared method of the same documents (the whole workspace
-when empty); a benchmark question that names its documents (`meta.doc_scope`: TAT-QA,
-MMLongBench) fills it when picked.
+when empty); a benchmark question that names its documents (`meta.doc_scope`, as collections
+of one-document questions have) fills it when picked.
 The render functions here are pure: results in, escaped HTML out.
 """
 
@@ -20,24 +24,77 @@ import gradio as gr
 
 from backend.errors import StrataError
 from backend.service import Service
-from backend.types import AskResult
+from backend.types import AskResult, StageStep
 from ui.common import session_workspace, user_errors
 from ui.render import empty_state, esc, snippet
 from ui.spaces_gpu import gpu_task
 
-MIN_METHODS, MAX_METHODS = 2, 4
+MIN_METHODS, MAX_METHODS = 2, 4  # runs (columns) compared at once
 MAX_BENCH_QUESTIONS = 500  # the question menu lists the first ones of a collection
 DEFAULT_METHODS = ("bm25", "hikey")
 WORKSPACE, BENCH = "workspace", "bench"
+WITH_STAGES, WITHOUT_STAGES, BOTH = "default", "none", "both"
+STAGE_MODES = [
+    ("With Strata's stages", WITH_STAGES),
+    ("Without (methods as published)", WITHOUT_STAGES),
+    ("Both, side by side (X and X + stages)", BOTH),
+]
+MODE_WORDS = {value: words for words, value in STAGE_MODES}
 BEFORE_COMPARING = empty_state(
     "Compare how methods answer the same question.",
-    "Type a question (or pick a benchmark question above), tick two to four methods and press Compare.",
+    "Type a question (or pick a benchmark question above), tick two to four methods (one or two to see each with and "
+    "without stages) and press Compare.",
 )
 
 Page = tuple[str, int]
 
 
 # ---------------------------------------------------------------- pure helpers
+
+
+def label(result: AskResult) -> str:
+    """A run's name beside the others: the method and its stages ("hikey + stages"), or the method."""
+    return result.label or result.method
+
+
+def with_stages_spec(setting: str) -> str:
+    """What "with Strata's stages" asks for: the server's stage setting, or the default set when
+    that setting switches them off."""
+    spec = (setting or "").strip()
+    return spec if spec and spec != WITHOUT_STAGES else WITH_STAGES
+
+
+def compare_runs(methods: list[str] | None, mode: str, with_spec: str = WITH_STAGES) -> tuple[list[str], list[str]]:
+    """The (methods, stages) lists `Service.compare` takes for the ticked methods and the stages
+    menu: one run per method, or with BOTH each method twice, without stages first. Raises when
+    the number of runs is not MIN_METHODS to MAX_METHODS, saying how many methods to tick."""
+    chosen = list(dict.fromkeys(m for m in methods or [] if m))
+    if mode == BOTH:
+        if not 1 <= len(chosen) <= MAX_METHODS // 2:
+            raise StrataError(
+                f"Tick 1 to {MAX_METHODS // 2} methods to compare each with and without stages ({len(chosen)} ticked); "
+                f"each runs twice and at most {MAX_METHODS} runs fit side by side."
+            )
+        return [m for m in chosen for _ in (0, 1)], [s for _ in chosen for s in (WITHOUT_STAGES, with_spec)]
+    if mode not in (WITH_STAGES, WITHOUT_STAGES):
+        raise StrataError(f"Unknown stages choice '{mode}'. Pick with Strata's stages, without, or both side by side.")
+    if not MIN_METHODS <= len(chosen) <= MAX_METHODS:
+        raise StrataError(f"Tick {MIN_METHODS} to {MAX_METHODS} methods to compare ({len(chosen)} ticked).")
+    spec = with_spec if mode == WITH_STAGES else WITHOUT_STAGES
+    return chosen, [spec] * len(chosen)
+
+
+def distinct_runs(results: list[AskResult]) -> tuple[list[AskResult], list[str]]:
+    """The runs with one per label (a method whose default set of stages is empty runs the same
+    with and without them), and the labels that were asked for twice."""
+    kept: dict[str, AskResult] = {}
+    twice: list[str] = []
+    for res in results:
+        if label(res) in kept:
+            twice.append(label(res))
+        else:
+            kept[label(res)] = res
+    return list(kept.values()), list(dict.fromkeys(twice))
 
 
 def result_pages(result: AskResult) -> set[Page]:
@@ -62,28 +119,43 @@ def gold_found(result: AskResult, gold_refs) -> tuple[int, int]:
 
 
 def only_found(results: list[AskResult]) -> list[set[str]]:
-    """For each method, the result units (node ids) that none of the other compared methods returned."""
+    """For each run, the result units (node ids) that none of the other compared runs returned."""
     units = [{r.node_id for r in res.results} for res in results]
     return [mine - set().union(*(u for j, u in enumerate(units) if j != i)) for i, mine in enumerate(units)]
 
 
 def same_answer_as(results: list[AskResult]) -> list[str | None]:
-    """For each method, the first other method whose answer text is word for word the same."""
+    """For each run, the label of the first other run whose answer text is word for word the same."""
     out: list[str | None] = []
     for i, res in enumerate(results):
         text = " ".join(res.answer.text.split())
-        out.append(next((o.method for j, o in enumerate(results) if j != i and " ".join(o.answer.text.split()) == text), None))
+        out.append(next((label(o) for j, o in enumerate(results) if j != i and " ".join(o.answer.text.split()) == text), None))
     return out
 
 
 def render_only(result: AskResult, only: set[str]) -> str:
-    """The line above a method's results: how many units (and which pages) only it found."""
+    """The line above a run's results: how many units (and which pages) only it found."""
     if not only:
-        return '<div class="st-cmp-only" data-only-count="0">Every result of this method was also found by another method.</div>'
+        return '<div class="st-cmp-only" data-only-count="0">Every result of this run was also found by another run.</div>'
     pages = sorted({(r.doc, r.page) for r in result.results if r.node_id in only})
     where = ", ".join(f"{esc(d)} p.{p}" for d, p in pages[:6]) + (" …" if len(pages) > 6 else "")
     return (f'<div class="st-cmp-only" data-only-count="{len(only)}"><span class="st-cmp-only-badge">only here</span>'
-            f"{len(only)} unit(s) no other method found, on {where}</div>")
+            f"{len(only)} unit(s) no other run found, on {where}</div>")
+
+
+def render_stages_line(result: AskResult) -> str:
+    """The line under a run's title: the stages it selected and which of them acted (with how many
+    units each moved), or that it ran without stages."""
+    if not result.stages:
+        return '<div class="st-cmp-stages" data-acted="0">Without stages: the method as published.</div>'
+    acted = [s for s in result.trace.steps if isinstance(s, StageStep)]
+    moved = ", ".join(f"{esc(s.name)} ({len(s.moves)} moved)" for s in acted)
+    what = f"acted: {moved}" if acted else "none of them acted on this question"
+    return (
+        f'<div class="st-cmp-stages" data-acted="{len(acted)}">Stages {esc(", ".join(result.stages))}; {what}.'
+        + (' <span class="st-muted">(see the replay on the Ask tab)</span>' if acted else "")
+        + "</div>"
+    )
 
 
 def _badge(hit: bool | None) -> str:
@@ -93,8 +165,8 @@ def _badge(hit: bool | None) -> str:
 
 
 def render_summary(results: list[AskResult], hits: list[list[bool]] | None, gold_pages_found: list[tuple[int, int]] | None) -> str:
-    """One row per method: answer, latency, LLM calls and, with gold, hits and gold pages found."""
-    head = ["Method", "Answer", "Results", "Only this method", "Latency (ms)", "LLM calls"]
+    """One row per run: answer, latency, LLM calls and, with gold, hits and gold pages found."""
+    head = ["Run", "Answer", "Results", "Only this run", "Latency (ms)", "LLM calls"]
     only, same = only_found(results), same_answer_as(results)
     if hits is not None:
         head += ["Hits", "Gold pages found", "First hit"]
@@ -105,7 +177,7 @@ def render_summary(results: list[AskResult], hits: list[list[bool]] | None, gold
         answer = ('<span class="st-abstained">abstained</span> ' if res.answer.abstained else "") + esc(snippet(res.answer.text, 140))
         if same[i]:
             answer += f' <span class="st-muted" data-same-as="{esc(same[i])}">(same answer as {esc(same[i])}; see what only it found)</span>'
-        cells = [f'<th scope="row">{esc(res.method)}</th>', f"<td>{answer}</td>", f"<td>{len(res.results)}</td>",
+        cells = [f'<th scope="row">{esc(label(res))}</th>', f"<td>{answer}</td>", f"<td>{len(res.results)}</td>",
                  f'<td data-field="only">{len(only[i])} unit(s)</td>',
                  f"<td>{latency}</td>", f"<td>{res.llm_calls} <span class=\"st-muted\">({esc(res.llm_backend)})</span></td>"]
         if hits is not None:
@@ -113,13 +185,13 @@ def render_summary(results: list[AskResult], hits: list[list[bool]] | None, gold
             found, total = gold_pages_found[i]
             cells += [f'<td data-field="hits">{sum(hits[i])} of {len(hits[i])}</td>', f'<td data-field="gold-found">{found} of {total}</td>',
                       f"<td>{'rank ' + str(first) if first else 'none'}</td>"]
-        rows.append(f'<tr data-method="{esc(res.method)}">' + "".join(cells) + "</tr>")
+        rows.append(f'<tr data-method="{esc(res.method)}" data-label="{esc(label(res))}">' + "".join(cells) + "</tr>")
     header = "".join(f"<th>{h}</th>" for h in head)
     return f'<table class="st-cmp-summary"><thead><tr>{header}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
 
 
 def render_columns(results: list[AskResult], hits: list[list[bool]] | None) -> str:
-    """The methods side by side: answer and ranked results, each marked hit or miss when gold is known."""
+    """The runs side by side: answer and ranked results, each marked hit or miss when gold is known."""
     cols = []
     only = only_found(results)
     for i, res in enumerate(results):
@@ -139,17 +211,18 @@ def render_columns(results: list[AskResult], hits: list[list[bool]] | None) -> s
         body = f'<ol class="st-cmp-results">{"".join(items)}</ol>' if items else empty_state("No results.")
         abstained = ' data-abstained="true"' if res.answer.abstained else ""
         cols.append(
-            f'<section class="st-cmp-col" data-method="{esc(res.method)}">'
-            f"<h3>{esc(res.method)}</h3>"
+            f'<section class="st-cmp-col" data-method="{esc(res.method)}" data-label="{esc(label(res))}" '
+            f'data-stages="{esc(",".join(res.stages))}">'
+            f"<h3>{esc(label(res))}</h3>{render_stages_line(res)}"
             f'<div class="st-cmp-answer"{abstained}>{esc(res.answer.text)}</div>{render_only(res, only[i])}{body}</section>'
         )
     return f'<div class="st-cmp-grid" style="--st-cmp-cols:{max(1, len(results))}">{"".join(cols)}</div>'
 
 
 def render_overlap(results: list[AskResult]) -> str:
-    """Jaccard overlap of the methods' result pages (doc, page), and the pages they share."""
+    """Jaccard overlap of the runs' result pages (doc, page), and the pages they share."""
     pages = [result_pages(r) for r in results]
-    header = "".join(f"<th scope=\"col\">{esc(r.method)}</th>" for r in results)
+    header = "".join(f"<th scope=\"col\">{esc(label(r))}</th>" for r in results)
     rows = []
     for i, a in enumerate(results):
         cells = []
@@ -160,10 +233,10 @@ def render_overlap(results: list[AskResult]) -> str:
             score = jaccard(pages[i], pages[j])
             shared = len(pages[i] & pages[j])
             cells.append(
-                f'<td data-a="{esc(a.method)}" data-b="{esc(b.method)}" data-jaccard="{score:.2f}" '
+                f'<td data-a="{esc(label(a))}" data-b="{esc(label(b))}" data-jaccard="{score:.2f}" '
                 f'style="--st-overlap:{score:.2f}">{score:.2f} <span class="st-muted">({shared} shared)</span></td>'
             )
-        rows.append(f'<tr><th scope="row">{esc(a.method)}</th>{"".join(cells)}</tr>')
+        rows.append(f'<tr><th scope="row">{esc(label(a))}</th>{"".join(cells)}</tr>')
     return (
         '<div class="st-cmp-overlap-wrap"><div class="st-muted">Overlap of result pages (Jaccard: shared pages / all pages of the two)</div>'
         f'<table class="st-cmp-overlap"><thead><tr><th></th>{header}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
@@ -183,6 +256,7 @@ def build(service: Service, workspace: gr.State, session_settings: gr.State) -> 
     names = [m.name for m in service.methods()]
     default_methods = [m for m in DEFAULT_METHODS if m in names] or names[:MIN_METHODS]
     benches = service.benchmark_folders()
+    with_spec = with_stages_spec(service.settings.retrieval.stages)
     with gr.Tab("Compare", id="compare"):
         with gr.Row(equal_height=True):
             question = gr.Textbox(
@@ -192,13 +266,19 @@ def build(service: Service, workspace: gr.State, session_settings: gr.State) -> 
             compare_button = gr.Button("Compare", variant="primary", scale=1, elem_id="compare-button")
         with gr.Row(equal_height=True):
             methods = gr.CheckboxGroup(
-                choices=names, value=default_methods, label=f"Methods ({MIN_METHODS} to {MAX_METHODS})", elem_id="compare-methods",
-                scale=3,
+                choices=names, value=default_methods, elem_id="compare-methods", scale=3,
+                label=f"Methods ({MIN_METHODS} to {MAX_METHODS}; 1 to {MAX_METHODS // 2} for both with and without stages)",
             )
             docs = gr.Dropdown(
                 label="Only these documents", choices=[], value=[], multiselect=True, elem_id="compare-docs", scale=2,
                 info="Every method is asked of the same documents; empty asks all of them.",
             )
+        stage_mode = gr.Radio(
+            STAGE_MODES, value=WITHOUT_STAGES if service.settings.retrieval.stages.strip() == WITHOUT_STAGES else WITH_STAGES,
+            label="Strata's stages", elem_id="compare-stages",
+            info="Stages act on the question and a method's ranking. 'Both' shows each method as published beside it "
+            "with the stages.",
+        )
         # The picker sits in plain view, where the text above says to pick a benchmark question.
         with gr.Row(elem_id="compare-bench-row"):
             bench = gr.Dropdown(
@@ -253,10 +333,9 @@ def build(service: Service, workspace: gr.State, session_settings: gr.State) -> 
     @gpu_task
     @user_errors
     def compare(workspace_value: str, settings, text: str, chosen: list[str], gold_value: str, where: str, bench_path: str,
-                chosen_docs: list[str] | None, progress=gr.Progress()):
+                chosen_docs: list[str] | None, mode: str, progress=gr.Progress()):
         ws = session_workspace(workspace_value)
-        if not MIN_METHODS <= len(chosen or []) <= MAX_METHODS:
-            raise StrataError(f"Tick {MIN_METHODS} to {MAX_METHODS} methods to compare ({len(chosen or [])} ticked).")
+        run_methods, run_stages = compare_runs(chosen, mode, with_spec)
         gold_refs = service.parse_gold(gold_value)
         if where == BENCH:
             if not bench_path:
@@ -267,17 +346,24 @@ def build(service: Service, workspace: gr.State, session_settings: gr.State) -> 
                 if ev.stage in ("open", "done", "failed") else None,
             )
         opts = settings.ask_options()
-        progress(0.1, desc=f"Asking {len(chosen)} methods")
-        results = service.compare(ws, text, chosen, top_k=settings.top_k, docs=chosen_docs or None, **opts)
+        progress(0.1, desc=f"Asking {len(run_methods)} runs")
+        results, twice = distinct_runs(service.compare(
+            ws, text, run_methods, top_k=settings.top_k, docs=chosen_docs or None, stages=run_stages, **opts
+        ))
         hits = found = None
         if gold_refs:
             hits = [service.gold_hits(r.results, gold_refs) for r in results]
             found = [gold_found(r, gold_refs) for r in results]
         note = (
             f'<div class="st-muted">top-k {settings.top_k} · evidence budget {settings.token_budget} tokens · '
-            f"LLM {esc(settings.describe())} (change these in Settings)"
+            f"LLM {esc(settings.describe())} (change these in Settings) · stages: {esc(MODE_WORDS[mode])}"
             + (f" · asked of {len(chosen_docs)} document(s): {esc(snippet(', '.join(chosen_docs), 160))}" if chosen_docs else "")
             + "</div>"
+            + "".join(
+                f'<div class="st-note" data-same-run="{esc(t)}">{esc(t)} runs no stage by default, so with and without '
+                "stages it is one run, shown once. Tick stages on the Ask tab to run some after it.</div>"
+                for t in twice
+            )
         )
         return note, render_summary(results, hits, found), render_overlap(results), render_columns(results, hits)
 
@@ -290,7 +376,7 @@ def build(service: Service, workspace: gr.State, session_settings: gr.State) -> 
     )
     for trigger in (docs.focus, corpus.input):
         trigger(list_docs, inputs=[workspace, corpus, bench, docs], outputs=[docs], queue=False, api_visibility="private")
-    inputs = [workspace, session_settings, question, methods, gold, corpus, bench, docs]
+    inputs = [workspace, session_settings, question, methods, gold, corpus, bench, docs, stage_mode]
     outputs = [settings_note, summary, overlap, columns]
     for trigger in (compare_button.click, question.submit):
         trigger(compare, inputs=inputs, outputs=outputs, concurrency_limit=2, concurrency_id="compare",

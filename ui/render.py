@@ -324,13 +324,17 @@ def result_rows(results: list[ResultItem]) -> list[list]:
 
 
 def render_run_facts(result: AskResult, run_id: str = "") -> str:
-    """The run's method, parameters, timings and LLM use. `run_id` (new for every finished call)
-    goes into data-run: the signal that a call finished, for scripts and browser tests."""
+    """The run's method, the stages it selected, parameters, timings and LLM use. `run_id` (new for
+    every finished call) goes into data-run: the signal that a call finished, for scripts and
+    browser tests; data-label and data-stages name the run as Compare does ("hikey + stages")."""
     timings = " · ".join(f"{esc(k)} {v:.0f} ms" for k, v in result.timings_ms.items())
     params = ", ".join(f"{esc(k)}={esc(v)}" for k, v in result.trace.params.items())
+    stages = ", ".join(result.stages) if result.stages else "none (method as published)"
     return (
-        f'<div class="st-facts" data-run="{esc(run_id)}" data-method="{esc(result.method)}">'
+        f'<div class="st-facts" data-run="{esc(run_id)}" data-method="{esc(result.method)}" '
+        f'data-label="{esc(result.label or result.method)}" data-stages="{esc(",".join(result.stages))}">'
         f'<span><b>Method</b> {esc(result.method)}</span>'
+        f'<span data-field="stages"><b>Stages</b> {esc(stages)}</span>'
         + (f"<span><b>Params</b> {params}</span>" if params else "")
         + f"<span><b>Timings</b> {timings}</span>"
         f"<span><b>LLM</b> {esc(result.llm_backend)}, {result.llm_calls} call(s), {result.llm_tokens} token(s)</span></div>"

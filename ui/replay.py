@@ -3,8 +3,9 @@ evidence drawn as a tree under its token budget.
 
 Pure renderers first (typed trace, pack and `NodeBrief`s in, HTML out): `replay_frames` gives one
 HTML frame per trace step, each drawn by the view for its `kind` (beam, agent, iteration,
-route_docs, rank_sections, entities, fuse, decompose, rank; any other kind as JSON);
-`render_replay_header` the method, LLM use and notes; `render_pack_tree` headers -> anchors ->
+route_docs, rank_sections, entities, fuse, decompose, rank; stage and profile for Strata's own
+stages after the method and the corpus profile; any other kind as JSON); `render_replay_header`
+the method, the stages selected, LLM use and notes; `render_pack_tree` headers -> anchors ->
 siblings -> associates with a token bar. Node ids are shown with their document, page and a text
 snippet. Every text that came from a PDF goes through `esc`.
 
@@ -33,10 +34,13 @@ from backend.types import (
     IterationStep,
     NodeKind,
     PackedUnit,
+    ProfileStep,
     RankSectionsStep,
     RankStep,
     RouteDocsStep,
     ScoredNode,
+    StageMove,
+    StageStep,
     SubQuery,
     Trace,
 )
@@ -420,6 +424,113 @@ def _fuse_view(step: FuseStep, trace: Trace, index: int, nodes: Briefs) -> tuple
     return f"Fuse: {step.label} ({len(names)} input ranking(s))", body
 
 
+def crosses_cut(move: StageMove, shown: int | None) -> str:
+    """"in" when a move takes a unit into the first `shown` ranks (the results a run returns), "out"
+    when it takes one out of them, "" otherwise or when `shown` is not known."""
+    if not shown:
+        return ""
+    was = move.from_rank is not None and move.from_rank <= shown
+    now = move.to_rank is not None and move.to_rank <= shown
+    return "in" if now and not was else "out" if was and not now else ""
+
+
+def move_change(move: StageMove) -> tuple[str, str]:
+    """(data-move value, words) for what a stage did to one unit: entered, dropped, up, down or kept."""
+    before, after = move.from_rank, move.to_rank
+    if before is None and after is None:
+        return "same", "-"
+    if before is None:
+        return "entered", f"entered at rank {after}"
+    if after is None:
+        return "dropped", f"dropped (was rank {before})"
+    if after < before:
+        return "up", f"up {before - after}"
+    if after > before:
+        return "down", f"down {after - before}"
+    return "same", "kept its rank"
+
+
+def _rank_text(rank: int | None) -> str:
+    return "-" if rank is None else str(rank)
+
+
+def _stage_view(step: StageStep, trace: Trace, index: int, nodes: Briefs, shown: int | None = None) -> tuple[str, str]:
+    """What one stage did; with `shown` (the number of results the run returns) each move that takes
+    a unit into or out of the top `shown` says so."""
+    changes = [move_change(m) for m in step.moves]
+    counts = {k: sum(c == k for c, _ in changes) for k in ("entered", "dropped")}
+    cut_words = {"in": f"; now in the top {shown}", "out": f"; out of the top {shown}", "": ""}
+    rows = "".join(
+        f'<tr class="st-stage-move st-move-{kind}" data-move="{kind}" data-cut="{cut}">'
+        f"<td>{node_ref(m.node_id, nodes, text_chars=70)}</td>"
+        f'<td class="st-num">{_rank_text(m.from_rank)}</td><td class="st-num">{_rank_text(m.to_rank)}</td>'
+        f"<td>{esc(words + cut_words[cut])}</td></tr>"
+        for m, (kind, words), cut in zip(step.moves[:TABLE_LIMIT * 2], changes, (crosses_cut(m, shown) for m in step.moves))
+    )
+    into = sum(crosses_cut(m, shown) == "in" for m in step.moves)
+    out = sum(crosses_cut(m, shown) == "out" for m in step.moves)
+    cut_line = (
+        f'<div class="st-muted" data-into="{into}" data-out="{out}">The run returns the top {shown}: this stage moved {into} '
+        f"unit(s) into them and {out} out of them.</div>"
+        if shown
+        else ""
+    )
+    table = (
+        '<table class="st-table st-replay-table st-stage-moves"><thead><tr><th>Unit</th><th>Rank before</th><th>Rank after</th>'
+        f"<th>Change</th></tr></thead><tbody>{rows}</tbody></table>{_more(len(step.moves), TABLE_LIMIT * 2)}"
+        if step.moves
+        else '<div class="st-muted">It moved nothing.</div>'
+    )
+    body = (
+        f'<div class="st-stage-desc" data-stage="{esc(step.name)}"><span class="st-stage-tag">Strata stage</span> '
+        f"{esc(step.description)}</div>"
+        + (f'<div class="st-stage-note"><b>What it read</b> {esc(step.note)}</div>' if step.note else "")
+        + f'<div class="st-replay-sub">What it moved ({len(step.moves)} unit(s))</div>{cut_line if step.moves else ""}{table}'
+    )
+    moved = "moved nothing"
+    if step.moves:
+        moved = f"{len(step.moves)} unit(s) moved" + "".join(f", {n} {k}" for k, n in counts.items() if n)
+    return f"Strata stage {step.name}: {moved}", body
+
+
+def _value_text(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    return str(value)
+
+
+def _pairs_table(pairs: Mapping[str, object], head: tuple[str, str], cls: str) -> str:
+    if not pairs:
+        return '<div class="st-muted">none</div>'
+    rows = "".join(
+        f'<tr data-key="{esc(k)}"><td>{esc(k)}</td><td class="st-num">{esc(_value_text(v))}</td></tr>' for k, v in pairs.items()
+    )
+    return (
+        f'<table class="st-table st-replay-table {cls}"><thead><tr><th>{head[0]}</th><th>{head[1]}</th></tr></thead>'
+        f"<tbody>{rows}</tbody></table>"
+    )
+
+
+def _profile_view(step: ProfileStep, trace: Trace, index: int, nodes: Briefs) -> tuple[str, str]:
+    how = (
+        "Chosen from the corpus traits measured below."
+        if step.chosen_by == "traits"
+        else "Set in the settings (STRATA_RETRIEVAL__PROFILE), not chosen from the traits."
+        if step.chosen_by == "setting"
+        else f"Chosen by {step.chosen_by}."
+    )
+    body = (
+        f'<div class="st-profile" data-profile="{esc(step.name)}" data-chosen-by="{esc(step.chosen_by)}">{esc(how)}</div>'
+        '<div class="st-replay-cols">'
+        f'<div><div class="st-replay-sub">Corpus traits ({len(step.traits)})</div>'
+        f'{_pairs_table(step.traits, ("Trait", "Measured"), "st-profile-traits")}</div>'
+        f'<div><div class="st-replay-sub">Parameters it sets ({len(step.overrides)})</div>'
+        f'{_pairs_table(step.overrides, ("Parameter", "Value"), "st-profile-overrides")}</div>'
+        "</div>"
+    )
+    return f"Corpus profile: {step.name} (chosen by {step.chosen_by})", body
+
+
 def _json_view(step, trace: Trace, index: int, nodes: Briefs) -> tuple[str, str]:
     dump = getattr(step, "model_dump_json", None)
     text = dump(indent=2) if dump is not None else json.dumps(step, default=str)
@@ -436,6 +547,8 @@ STEP_VIEWS = {
     "iteration": _iteration_view,
     "entities": _entities_view,
     "fuse": _fuse_view,
+    "stage": _stage_view,
+    "profile": _profile_view,
 }
 
 
@@ -450,24 +563,37 @@ def step_short(step) -> str:
         return f"iteration {step.iteration}"
     if isinstance(step, RankStep):
         return snippet(step.label.split(":", 1)[0], 18)
+    if isinstance(step, StageStep):
+        return "stage " + snippet(step.name.replace("_", " "), 18)
+    if isinstance(step, ProfileStep):
+        return "profile " + snippet(step.name.replace("_", " "), 14)
     return str(kind).replace("_", " ")
+
+
+def _is_strata_step(step) -> bool:
+    """A step recorded by Strata around the method (a stage or the corpus profile), not by the method itself."""
+    return isinstance(step, (StageStep, ProfileStep))
 
 
 def _step_strip(trace: Trace, current: int) -> str:
     chips = "".join(
         f'<button type="button" class="st-stepchip{" st-stepchip-current" if i == current else ""}'
-        f'{" st-stepchip-done" if i < current else ""}" data-step="{i + 1}" title="Go to step {i + 1}">'
+        f'{" st-stepchip-done" if i < current else ""}{" st-stepchip-stage" if _is_strata_step(s) else ""}" '
+        f'data-step="{i + 1}" data-kind="{esc(getattr(s, "kind", ""))}" title="Go to step {i + 1}">'
         f"{i + 1} {esc(step_short(s))}</button>"
         for i, s in enumerate(trace.steps)
     )
     return f'<div class="st-stepstrip">{chips}</div>'
 
 
-def render_step(trace: Trace, index: int, nodes: Briefs) -> str:
-    """Step `index` (0-based) of the trace, drawn by the view for its kind, under the step chips."""
+def render_step(trace: Trace, index: int, nodes: Briefs, shown: int | None = None) -> str:
+    """Step `index` (0-based) of the trace, drawn by the view for its kind, under the step chips.
+    `shown`: how many results the run returns, which a stage's view measures its moves against."""
     step = trace.steps[index]
-    view = STEP_VIEWS.get(getattr(step, "kind", ""), _json_view)
-    title, body = view(step, trace, index, nodes)
+    if isinstance(step, StageStep):
+        title, body = _stage_view(step, trace, index, nodes, shown)
+    else:
+        title, body = STEP_VIEWS.get(getattr(step, "kind", ""), _json_view)(step, trace, index, nodes)
     return (
         f'<div class="st-step" data-kind="{esc(getattr(step, "kind", ""))}" data-step="{index + 1}">'
         f"{_step_strip(trace, index)}"
@@ -475,20 +601,35 @@ def render_step(trace: Trace, index: int, nodes: Briefs) -> str:
     )
 
 
-def replay_frames(trace: Trace, nodes: Briefs) -> list[str]:
-    """One HTML frame per trace step (at least one frame, saying when there are no steps)."""
+def replay_frames(trace: Trace, nodes: Briefs, shown: int | None = None) -> list[str]:
+    """One HTML frame per trace step (at least one frame, saying when there are no steps); `shown`
+    as render_step takes it."""
     if not trace.steps:
         return [NO_STEPS]
-    return [render_step(trace, i, nodes) for i in range(len(trace.steps))]
+    return [render_step(trace, i, nodes, shown) for i in range(len(trace.steps))]
+
+
+def stages_text(result: AskResult) -> str:
+    """The stages a run selected, in words ("none: the method as published" when it ran without)."""
+    return ", ".join(result.stages) if result.stages else "none: the method as published"
+
+
+def stage_step_count(trace: Trace) -> int:
+    return sum(isinstance(s, StageStep) for s in trace.steps)
 
 
 def render_replay_header(result: AskResult) -> str:
-    """Method, parameters, LLM backend with calls and tokens (retrieval and whole run), and the notes."""
+    """Method (as its run label), the stages selected and how many acted, parameters, LLM backend
+    with calls and tokens (retrieval and whole run), and the notes."""
     trace = result.trace
     params = ", ".join(f"{esc(k)}={esc(v)}" for k, v in trace.params.items())
+    acted = stage_step_count(trace)
     facts = [
-        f"<span><b>Method</b> {esc(trace.method)}</span>",
+        f'<span data-label="{esc(result.label or result.method)}"><b>Method</b> {esc(result.label or trace.method)}</span>',
         f"<span><b>Steps</b> {len(trace.steps)}</span>",
+        f'<span data-field="stages" data-acted="{acted}"><b>Stages</b> {esc(stages_text(result))}'
+        + (f" ({acted} acted; each is a step of its own)" if acted else " (none acted on this question)" if result.stages else "")
+        + "</span>",
         f"<span><b>LLM</b> {esc(trace.llm_backend)}: {trace.llm_calls} call(s), {trace.llm_tokens} token(s) while retrieving; "
         f"{result.llm_calls} call(s), {result.llm_tokens} token(s) in all</span>",
     ]
@@ -523,6 +664,8 @@ def run_node_ids(result: AskResult) -> list[str]:
             ids += [c.node_id for c in step.components]
         elif isinstance(step, FuseStep):
             ids += [c.node_id for items in step.inputs.values() for c in items]
+        elif isinstance(step, StageStep):
+            ids += [m.node_id for m in step.moves]
     return list(dict.fromkeys(ids))
 
 

@@ -28,8 +28,8 @@ from backend.reader.evidence import AnswerPayload, EvidenceUnit
 from backend.reader.questions import asking_subquery
 from backend.reader.rules import NOT_ENOUGH
 from backend.reader.task import ANSWER
-from backend.retrieval.mentions import title_index
-from backend.retrieval.references import named_in, question_references, reference_words
+from backend.retrieval.titles import title_index
+from backend.stages.references import named_in, question_references, reference_words
 from backend.types import Answer, Citation, DecomposeStep, EvidencePack, Trace
 
 MAX_EVIDENCE = 8
@@ -126,7 +126,7 @@ class EvidenceReader:
 
     def on_bridge_pages(self, question: str, scored: list[EvidenceUnit], subqueries: Sequence[str]) -> list[EvidenceUnit]:
         """Marks the units of the bridge pages: the documents that the best unit of each subquery
-        other than the asking one names by title (mentions.py), when that unit scores at least the
+        other than the asking one names by title (titles.py), when that unit scores at least the
         abstain threshold, and that the question does not name. A question the retriever did not
         split has one candidate hop, its best unit; the rules read its bridge pages only when that
         unit lacks the asked type ("... a play by a playwright born in which year?").

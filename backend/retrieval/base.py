@@ -16,7 +16,6 @@ from backend.graph.corpus import Corpus
 from backend.index.encoders import TextEncoder
 from backend.llm.base import LLMBackend
 from backend.retrieval.scoring import QueryScores
-from backend.retrieval.traits import TEMPLATE_ALPHA, is_separate_corpus, is_short_separate_corpus, is_template_corpus
 from backend.types import ScoredNode, Trace
 
 
@@ -98,12 +97,8 @@ class Retriever(ABC):
     description: ClassVar[str]
     Params: ClassVar[type[StrategyParams]] = NoParams
     params: ClassVar[tuple[ParamSpec, ...]] = ()  # the sliders under default Settings, derived from Params
-    template_alpha: ClassVar[bool] = False  # on a template corpus, alpha defaults to dense (resolve_params)
-    # parameter defaults on a corpus of separate documents, long or short (traits.is_separate_corpus)
-    separate_defaults: ClassVar[dict[str, float | int]] = {}
-    # parameter defaults on a corpus of short separate documents (traits.is_short_separate_corpus)
-    separate_short_defaults: ClassVar[dict[str, float | int]] = {}
-    # pages, units (references.py) and, on a template corpus, documents (names.py) the question names go first
+    # the default stages (backend/stages/) run after this method: titles, rows, references and the
+    # documents the question names; False for the flat floors (bm25, dense, hybrid)
     follows_references: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -158,32 +153,10 @@ class Retriever(ABC):
         return QueryScores(brute_force=self.brute_force)
 
     def resolve_params(self, params: dict[str, Any], trace: Trace | None = None) -> Any:
-        """This call's parameters as the strategy's params model (defaults from this Settings).
-        A strategy with `template_alpha` on a template corpus (traits.py: filings sharing one
-        boilerplate) scores its hybrid with alpha TEMPLATE_ALPHA (dense) unless the call sets
-        alpha: on dev-docugami-10q's tune half that lifts LILaC 0.490 -> 0.661, FiF 0.568 ->
-        0.672, MI-RAG 0.518 -> 0.695, MMGraphRAG 0.591 -> 0.693 (bench/RESULTS.md). On a corpus
-        of short separate documents the strategy's `separate_short_defaults` apply to the
-        parameters the call does not set (dev-tatqa-pdf tune: MI-RAG 0.847 -> 0.873 with its
-        seeds, FiF 0.858 -> 0.875 with its seeds always fused)."""
-        resolved = self.Params.resolve(self.settings, params)
-        if self.template_alpha and "alpha" not in params and "alpha" in self.Params.model_fields:
-            if is_template_corpus(self.corpus):
-                resolved = resolved.model_copy(update={"alpha": TEMPLATE_ALPHA})
-                if trace is not None:
-                    trace.notes.append(f"Template corpus (documents sharing one boilerplate): hybrid scores use alpha {TEMPLATE_ALPHA:g} "
-                                       "(dense only), as this call set no alpha.")
-        for defaults, applies, kind in (
-            (self.separate_defaults, is_separate_corpus, "Separate documents (they rarely name or link one another)"),
-            (self.separate_short_defaults, is_short_separate_corpus,
-             "Short separate documents (each question is answered by one of them; look-alikes pull a traversal away)"),
-        ):
-            unset = {k: v for k, v in defaults.items() if k not in params}
-            if unset and applies(self.corpus):
-                resolved = resolved.model_copy(update=unset)
-                if trace is not None:
-                    trace.notes.append(f"{kind}: {', '.join(f'{k} {v:g}' for k, v in unset.items())}, as this call set none.")
-        return resolved
+        """This call's parameters as the strategy's params model (defaults from this Settings). A
+        corpus profile's overrides (backend/stages/profile.py) arrive here as params, set by the
+        query pipeline; `trace` is accepted for the strategies that pass it."""
+        return self.Params.resolve(self.settings, params)
 
     def embed(self, text: str) -> np.ndarray:
         return self.encoder.encode([text])[0]

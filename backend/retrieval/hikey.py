@@ -10,9 +10,9 @@ context + content; gamma is 0 without an image index, and without one the trace 
 figures were matched by their text). Final section score:
 lambda * S_doc + (1 - lambda) * S_sec. Results are the anchors (MaxSim units) of the ranked
 sections, then the remaining units of those sections by their own final score (unit_order=0); by default (unit_order=1) the units of the
-routed documents are ranked by lambda * S_doc + (1 - lambda) * s(c): on dev-mmlongbench page R@5
-is 0.613 against 0.554 for anchors-first, whose one-unit-per-section order skips the second
-relevant unit of a strong section.
+routed documents are ranked by lambda * S_doc + (1 - lambda) * s(c): anchors-first's
+one-unit-per-section order skips the second relevant unit of a strong section
+(bench/RESULTS.md#stages).
 """
 
 from __future__ import annotations
@@ -62,7 +62,6 @@ class HiKEYRetriever(Retriever):
     name = "hikey"
     description = "HiKEY: route documents by Doc_card, then rank sections by MaxSim over their units."
     Params = HiKEYParams
-    template_alpha = True
     follows_references = True
 
     def retrieve(self, query: str, top_k: int, params: dict[str, Any], trace: Trace) -> list[ScoredNode]:

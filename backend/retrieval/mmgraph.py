@@ -3,13 +3,12 @@
 
 1. Node selection: the paper extracts the query's entities and matches them to the graph's.
    Here the query's entities are the names it writes (quoted strings and capitalised word runs,
-   fif.rules.entity_spans), and every graph entity scores its best match to one of them,
+   entities.entity_spans), and every graph entity scores its best match to one of them,
    alpha * min-max(BM25) + (1 - alpha) * min-max(cosine) over its name, type and description (in
    the subcomponent encoder's space, which the entities are encoded in); the top-K are V_K
    (`top_entities`; the paper's QA peaks near K = 10, its Figure 5). A question that writes no
-   name, or one asked of a template corpus (filings that all name the same companies), is matched
-   whole. Summed page R@5 of the dev tune halves 3.077 -> 3.105 with the names (check 3.153 ->
-   3.165; bench/RESULTS.md, 2026-11-25).
+   name, or one asked with `by_names` 0 (the template profile's: filings that all name the same
+   companies), is matched whole (bench/RESULTS.md#stages).
 2. Subgraph extraction (equation 18): narrow follows the relation edges among V_K (both ends in
    V_K); broad follows every relation edge of V_K one hop (one end in V_K) and so reaches new
    entities. An entity at the end of a followed edge scores the higher of its own match and
@@ -29,12 +28,11 @@
    0.3, added to the score above), and in a broad walk the entities a matched entity's own page
    mentions are reached at DECAY * its match, as a relation would reach them: the rules extractor
    relates the DISCLOSE Act to "U.S." but not to Chris Van Hollen, whom its page names as the
-   bill's sponsor. Dev-hotpot-pdf tune R@5 0.760 -> 0.812 (check 0.750 -> 0.784); long documents
-   are no one's own page, so the other collections are unchanged (bench/RESULTS.md, twenty-first
-   session). The pages whose title a matched entity's own page writes (the title index, as FiF
-   and strata read a page's names) are reached the same way: the rules extractor reads "the former
-   CEO of Viglen" as the entity "CEO of Viglen", whose own page there is none. Dev-hotpot-pdf tune
-   R@5 0.833 -> 0.844, All@10 0.885 -> 0.917 (check R@5 0.788 -> 0.793; twenty-ninth session).
+   bill's sponsor. Long documents are no one's own page, so corpora of them rank as without the
+   term. The pages whose title a matched entity's own page writes (the title index, as FiF and
+   strata read a page's names) are reached the same way: the rules extractor reads "the former
+   CEO of Viglen" as the entity "CEO of Viglen", whose own page there is none
+   (bench/RESULTS.md#stages).
 A workspace without entities is ranked by the hybrid scores alone, and the trace says so.
 
 What it does not do: ask an LLM anything at query time (the paper's generator reads the
@@ -50,11 +48,11 @@ from typing import Any
 import numpy as np
 
 from backend.retrieval.base import Retriever, StrategyParams, param, register
-from backend.retrieval.fif.rules import entity_spans
-from backend.retrieval.lilac.retriever import graph_arrays
-from backend.retrieval.mentions import WORD, title_index
+from backend.retrieval.entities import entity_spans
+from backend.retrieval.graphwalk import graph_arrays
+from backend.retrieval.titles import WORD, title_index
 from backend.retrieval.scoring import top_scored
-from backend.retrieval.traits import SHORT_DOC_PAGES, is_template_corpus
+from backend.retrieval.traits import SHORT_DOC_PAGES
 from backend.types import EdgeKind, EntityEdge, EntityHit, EntityStep, Layer, ScoredNode, Trace
 
 DECAY = 0.8  # score a neighbour reached over a broad edge inherits from its anchor
@@ -132,8 +130,8 @@ def _build_entity_rows(corpus) -> np.ndarray:
 class EntityHomes:
     """Each entity's own pages: the short documents (at most SHORT_DOC_PAGES pages: an article
     about one thing, not a filing that names a company on every page) whose title is the entity's
-    name, by the title forms of mentions.py. A form that needs its qualifier ("Bangor" for
-    "Bangor, Maine") counts only while an entity the qualifier names is reached too, as mentions.py
+    name, by the title forms of titles.py. A form that needs its qualifier ("Bangor" for
+    "Bangor, Maine") counts only while an entity the qualifier names is reached too, as titles.py
     counts it only where the text writes the qualifier. Node row r's homes are
     docs[starts[r]:starts[r + 1]], each with the form id it needs reached (-1: none)."""
 
@@ -266,26 +264,23 @@ class MMGraphParams(StrategyParams):
     alpha: float = param(0.5, 0.0, 1.0, "BM25 weight in the hybrid scores of entities and components.")
     entity_weight: float = param(
         0.1, 0.0, 1.0,
-        "Weight of the entity evidence against the component's own similarity: the best summed R@5 of the dev tune "
-        "halves with damped mentions (0.1: 3.074, 0.15: 3.067, 0.2: 3.064, 0.25: 3.050, 0.3: 3.000; within a question "
-        "of each other up to 0.2). Before mentions were damped 0.2 was best (0.1: 2.727, 0.2: 2.777, 0.3: 2.711).",
+        "Weight of the entity evidence against the component's own similarity (bench/RESULTS.md#stages).",
     )
     by_names: int = param(
         1, 0, 1,
         "1: entities are matched to the names the question writes (each name's best match; the whole question when it "
-        "names none, and on template corpora, where every filing names the same companies).",
+        "names none). The template profile sets 0: there every filing names the same companies.",
     )
     homes: float = param(
         0.3, 0.0, 1.0,
         "Weight of the own-page term: a matched or reached entity passes its score to the components of its own page "
         "(a short document titled by its name), and the entities a matched entity's own page mentions are reached "
-        "too. Dev-hotpot-pdf tune R@5 0.760 (0) -> 0.802 (0.2), 0.812 (0.3), 0.807 (0.4); the other tune halves "
-        "unchanged (bench/RESULTS.md, twenty-first session).",
+        "too (bench/RESULTS.md#stages).",
     )
     damp_mentions: int = param(
         1, 0, 1,
         "1: an entity many components mention passes on sqrt(25 / mentions) of its score to each, as a hub anchor "
-        "does along its relations (summed dev tune R@5 at weight 0.2: 3.064 against 3.037 without).",
+        "does along its relations (bench/RESULTS.md#stages).",
     )
 
 
@@ -294,7 +289,6 @@ class MMGraphRetriever(Retriever):
     name = "mmgraph"
     description = "MMGraphRAG: top-K entities for the query, their relation edges (broad or narrow), the components they come from."
     Params = MMGraphParams
-    template_alpha = True
     follows_references = True
 
     def retrieve(self, query: str, top_k: int, params: dict[str, Any], trace: Trace) -> list[ScoredNode]:
@@ -317,7 +311,7 @@ class MMGraphRetriever(Retriever):
             return results
 
         # 1. Node selection: V_K.  (n_entities,)
-        names = entity_spans(query) if p.by_names and not is_template_corpus(corpus) else []
+        names = entity_spans(query) if p.by_names else []
         if names:
             ent_scores = sc.hybrid_many(entities, names, sc.encode(self.sub_encoder, names), alpha).max(axis=1)
             trace.notes.append(f"Entities matched to the names the question writes: {', '.join(names)}.")

@@ -1,55 +1,38 @@
-"""Strata's own method, designed from measurements on ../shared/bench (bench/RESULTS.md).
+"""Strata's own method, composed from measured recipes (bench/RESULTS.md#stages).
 
-1. Know the corpus. At load we measure its template share: the fraction of sampled components
-   whose nearest neighbour in another document is a near copy (cosine >= 0.95). SEC 10-Q
-   filings share one boilerplate (share 0.64 on dev-docugami-10q); reports, papers and
-   Wikipedia pages do not (0.02-0.03 on the other dev collections).
-2. Template corpora: BM25 and the Doc_cards pull towards whichever filing repeats the
-   question's words, so the ranking is dense, and the leading results are spread over
-   documents (one unit per document first): a question about a company is answered across its
-   filings. Page R@5 0.785 against 0.685 for dense alone on dev-docugami-10q.
-3. Other corpora: HiKEY's routed ranking (the best on dev-mmlongbench's long reports) fused by
-   reciprocal rank (k=10) with a flat ranking, so the documents routing would drop keep a
-   place: the hybrid one, or, for corpora of short documents (at most 3 pages on average),
-   MMGraphRAG's entity-backed one with weight 2 (dev-tatqa-pdf: 0.891 against 0.863).
-4. Partners, both modes. The question is decomposed (rules or the LLM); for the leading
-   results, the components one hop away in another document are scored by late interaction
-   against the subqueries, and the best ones come right after their anchor. A hop is a PDF link
-   between the documents or the other document's title named in the anchor's text
-   (mentions.py): a bridge page is named by the page before it whether or not the PDF links
-   it. A partner is placed when it adds to some subquery's best match, or, in a corpus where
-   hops are common (hop share >= 0.1: 0.40 of dev-hotpot-pdf's components name or link another
-   page, at most 0.02 in the other dev collections), on the strength of the hop alone, however
-   the question was decomposed: the second hop of a bridge question lands next to the first.
-   (The rules decomposition often leaves most of the question in one part, whose best match is
-   the anchor itself, so the bridge page could add to no part: dev-hotpot-pdf tune R@5 0.859 ->
-   0.896 when the hop alone places it.) A partner that is itself a leading result hops as an
-   anchor would. A placed partner leads up to two hops further (chain 2), each when it adds to
-   some subquery's best match: the third page of a 3-hop question is named by the second page,
-   not by the first, and the fourth by the third. The dev sets have no chain past two pages:
-   chain 0, 1 and 2 rank their tune halves the same, so the depth follows the 2-4 hop
-   questions the product is for.
+1. Know the corpus. At load the corpus's template share is measured (traits.py): the fraction of
+   sampled components whose nearest neighbour in another document is a near copy.
+2. Template corpora (filings sharing one boilerplate): BM25 and the Doc_cards pull towards
+   whichever filing repeats the question's words, so the ranking is dense, and the leading
+   results are spread over documents (one unit per document first): a question about a company
+   is answered across its filings.
+3. Other corpora: HiKEY's routed ranking fused by reciprocal rank (k=10) with a flat ranking, so
+   the documents routing would drop keep a place: the hybrid one, or, for corpora of short
+   documents (at most `short_doc_pages` pages on average), MMGraphRAG's entity-backed one with
+   weight 2. Both come from the registry (get_retriever_class) with their typed params.
+4. Partners, both modes. The question is decomposed (decompose/: rules or the LLM); for the
+   leading results, the components one hop away in another document are scored by late
+   interaction against the subqueries (graphwalk.py, LILaC's edge score), and the best ones come
+   right after their anchor. A hop is a PDF link between the documents or the other document's
+   title named in the anchor's text (titles.py): a bridge page is named by the page before it
+   whether or not the PDF links it. A partner is placed when it adds to some subquery's best
+   match, or, in a corpus where hops are common (hop share >= `hop_share`), on the strength of the
+   hop alone, however the question was decomposed: the rules decomposition often leaves most of
+   the question in one part, whose best match is the anchor itself, so the bridge page could add
+   to no part. A partner that is itself a leading result hops as an anchor would. A placed
+   partner leads up to `chain` hops further, each when it adds to some subquery's best match: the
+   third page of a 3-hop question is named by the second page, not by the first.
 5. Composed hops (`compose`). A dependent subquery is searched with its bridge filled in, as FiF
-   composes it: the leading unit that best matches the prerequisite names the bridge. The best unit
-   of that search joins the partner candidates of the unit that named the bridge, scored as any
-   other: MuSiQue's second page is often not the bridge's own but a page naming it ("the third
-   studio album of Randy Travis" is Old 8x10's page), which no title hop reaches. Tune: hotpot
-   R@5 0.911 -> 0.922, the probe's untitled hops 0.875 -> 0.938, the rest identical; placed
-   before the partners instead, it cost the probe's chains 0.914 -> 0.880 (bench/RESULTS.md).
-
-6. Named documents (`named`), both non-template modes: the components of the documents whose title
-   the question names are a third ranking in the base fusion, weight 2. A composed question names
-   only where its chain starts ("the high school of the daughter of Ken Rose's UNLV teammate"); the
-   rest is the last hop's words, which pages of the answer's kind (Catholic high schools) match
-   better than the start page, so the start page and every hop after it fell below them. Tune:
-   hotpot R@5 0.922 -> 0.932 (All@10 the same), the probe's composed questions 0.885 -> 0.969, its
-   4-page chains 0.833 -> 0.917; weight 3 gave the same R@5 and a lower All@10. tatqa's and
-   mmlongbench's questions name no title, and their rankings are unchanged.
-
-Issue 10 removed the switch on the share of *linked* documents (0.25, set between hotpot's 0.44
-and mmlongbench's 0.10): a wiki whose PDFs carry fewer link annotations fell on the wrong side
-of it and lost its second hops. Without any PDF link, the title hop alone keeps dev-hotpot-pdf
-at R@5 0.870 / 0.880 (tune / check; 0.755 / 0.755 with neither).
+   composes it (entities.py): the leading unit that best matches the prerequisite names the
+   bridge. The best unit of that search joins the partner candidates of the unit that named the
+   bridge, scored as any other: a chain's second page is often not the bridge's own but a page
+   naming it ("the third studio album of Randy Travis" is Old 8x10's page), which no title hop
+   reaches.
+6. Named documents (`named`), both non-template modes: the components of the documents whose
+   title the question names are a third ranking in the base fusion, weight 2. A composed question
+   names only where its chain starts ("the high school of the daughter of Ken Rose's UNLV
+   teammate"); the rest is the last hop's words, which pages of the answer's kind match better
+   than the start page.
 
 What it does not do: call an LLM beyond the decomposition, or rerank pages.
 """
@@ -60,15 +43,12 @@ from typing import Any
 
 import numpy as np
 
-from backend.retrieval.base import Retriever, StrategyParams, param, register
+from backend.retrieval.base import Retriever, StrategyParams, get_retriever_class, param, register
+from backend.retrieval.decompose import decompose
+from backend.retrieval.entities import bridge_entities, compose, content_tokens
+from backend.retrieval.graphwalk import LateInteraction, best_of_document, component_neighbours, edge_scores, graph_arrays
 from backend.retrieval.scoring import QueryScores, reciprocal_rank_fusion, top_scored
-from backend.retrieval.hikey import HiKEYRetriever
-from backend.retrieval.hybrid import HybridRetriever
-from backend.retrieval.mmgraph import MMGraphRetriever
-from backend.retrieval.lilac import LateInteraction, best_of_document, component_neighbours, decompose
-from backend.retrieval.lilac.retriever import graph_arrays
-from backend.retrieval.fif.rules import bridge_entities, compose, content_tokens
-from backend.retrieval.mentions import title_index
+from backend.retrieval.titles import title_index
 from backend.retrieval.traits import HOP_SHARE, SHORT_DOC_PAGES, hop_share, mean_pages, template_share
 from backend.types import (
     BeamStep,
@@ -82,15 +62,11 @@ from backend.types import (
 )
 
 RRF_K = 10
-# The entity-backed flat ranking's entity weight: strata's summed tune R@5 is 3.139 with 0.3 and
-# 3.107 with 0.2, MMGraphRAG's default then (tatqa tune 0.908 -> 0.881), so it keeps 0.3. It keeps every
-# mention's full entity score too: with MMGraphRAG's damped mention hubs its tatqa tune R@5 is 0.902 at
-# weights 0.3, 0.4 and 0.5, against 0.908 undamped.
+# The entity-backed flat ranking: entity weight 0.3 with every mention's full entity score (not
+# MMGraphRAG's damped mention hubs), entities matched to the whole question (not to the names it
+# writes), and no own-page term (strata's named ranking finds the pages a question names); each
+# choice is measured in bench/RESULTS.md#stages.
 FLAT_ENTITY_WEIGHT = 0.3
-# It matches entities to the whole question, as MMGraphRAG did before it matched them to the names the
-# question writes: with the names, strata's dev-hotpot-pdf tune R@5 falls 0.911 -> 0.885 (tatqa 0.908 either way).
-# Nor does it add MMGraphRAG's own-page term: strata's named ranking finds the pages a question names,
-# and with the term too its dev-hotpot-pdf tune R@5 falls 0.932 -> 0.901 (tatqa 0.908 either way).
 
 
 def spread_over_documents(corpus, ranked: list[ScoredNode], per_doc: int) -> list[ScoredNode]:
@@ -215,7 +191,7 @@ class StrataRetriever(Retriever):
         return candidates
 
     def _named(self, sc: QueryScores, query: str, k: int, p: StrataParams) -> list[ScoredNode]:
-        """The components of the documents whose title the question names (mentions.py: the
+        """The components of the documents whose title the question names (titles.py: the
         whole title, or its name before a qualifier), by the question's hybrid score."""
         if p.named <= 0:
             return []
@@ -245,16 +221,14 @@ class StrataRetriever(Retriever):
         """HiKEY's routed ranking fused by reciprocal rank (k=10) with a flat one: the hybrid
         ranking for long documents (routing wins on long reports, the flat ranking keeps the
         documents routing would drop); MMGraphRAG's entity-backed ranking, weighted 2, for
-        unlinked corpora of short documents, where table row labels and names carry the
-        question (dev-tatqa-pdf R@5 0.891 against 0.863 with hybrid)."""
-        corpus = self.corpus
-        kw = {"sub_encoder": self.sub_encoder, "llm": self.llm, "scores": sc}
-        entity_flat = mean_pages(corpus) <= p.short_doc_pages
-        flat_cls, flat_weight = (MMGraphRetriever, 2.0) if entity_flat else (HybridRetriever, 1.0)
+        corpora of short documents, where table row labels and names carry the question
+        (bench/RESULTS.md#stages). Both are the registry's, asked with their typed params."""
+        entity_flat = mean_pages(self.corpus) <= p.short_doc_pages
+        flat_name, flat_weight = ("mmgraph", 2.0) if entity_flat else ("hybrid", 1.0)
         flat_params = {"entity_weight": FLAT_ENTITY_WEIGHT, "damp_mentions": 0, "by_names": 0, "homes": 0} if entity_flat else {}
-        routed = HiKEYRetriever(corpus, self.encoder, self.settings, **kw).retrieve(query, 3 * k, {}, trace)
-        flat_trace = Trace(method=flat_cls.name)
-        flat = flat_cls(corpus, self.encoder, self.settings, **kw).retrieve(query, 3 * k, flat_params, flat_trace)
+        routed = self._part("hikey", sc).retrieve(query, 3 * k, self._params("hikey", {}), trace)
+        flat_trace = Trace(method=flat_name)
+        flat = self._part(flat_name, sc).retrieve(query, 3 * k, self._params(flat_name, flat_params), flat_trace)
         trace.steps.extend(flat_trace.steps)
         trace.notes.extend(n for n in flat_trace.notes if n not in trace.notes)
         rankings = [([h.node_id for h in routed], 1.0), ([h.node_id for h in flat], flat_weight)]
@@ -262,14 +236,26 @@ class StrataRetriever(Retriever):
             rankings.append(([h.node_id for h in named], p.named))
         fused = reciprocal_rank_fusion(rankings, RRF_K)
         order = sorted(fused, key=lambda n: (-fused[n], n))[:k]
-        base = [ScoredNode(node_id=n, score=round(fused[n], 6), why=f"HiKEY + {flat_cls.name} (reciprocal rank)") for n in order]
-        trace.params["flat"] = flat_cls.name
-        inputs, weights = {"hikey": routed[:10], flat_cls.name: flat[:10]}, {"hikey": 1.0, flat_cls.name: flat_weight}
+        base = [ScoredNode(node_id=n, score=round(fused[n], 6), why=f"HiKEY + {flat_name} (reciprocal rank)") for n in order]
+        trace.params["flat"] = flat_name
+        inputs, weights = {"hikey": routed[:10], flat_name: flat[:10]}, {"hikey": 1.0, flat_name: flat_weight}
         if named:
             inputs["named documents"], weights["named documents"] = named[:10], p.named
-        trace.add(FuseStep(label=f"HiKEY routed ranking + flat {flat_cls.name} ranking" + (" + named documents" if named else ""),
+        trace.add(FuseStep(label=f"HiKEY routed ranking + flat {flat_name} ranking" + (" + named documents" if named else ""),
                            inputs=inputs, weights={**weights, "rrf_k": float(RRF_K)}))
         return base
+
+    def _part(self, method: str, sc: QueryScores) -> Retriever:
+        """Another registered method (the registry's), built for this question over the same
+        corpus, encoders, LLM and score cache."""
+        cls = get_retriever_class(method)
+        return cls(self.corpus, self.encoder, self.settings, sub_encoder=self.sub_encoder, llm=self.llm, scores=sc)
+
+    def _params(self, method: str, overrides: dict[str, Any]) -> dict[str, Any]:
+        """Every parameter of another method, its defaults under these settings with `overrides`,
+        validated by its typed params model (a name it does not have fails)."""
+        model = get_retriever_class(method).Params
+        return model.model_validate({**model.defaults(self.settings), **overrides}).model_dump()
 
     def _partner_candidates(
         self, node_id: str, li: LateInteraction, p: StrataParams, seen: set[str], linked_corpus: bool
@@ -278,8 +264,7 @@ class StrataRetriever(Retriever):
         between the documents ("doc_link"), or, in a corpus where hops are common, the other
         document's title named in this component's text ("mention"; its `per_doc` best
         components for the question). Where units rarely name another document a name is
-        incidental, not a hop: filings naming another company cost dev-docugami-10q tune R@5
-        0.812 -> 0.781. Also returns, per candidate named by title, the mention it was named by
+        incidental, not a hop (filings naming another company). Also returns, per candidate named by title, the mention it was named by
         (homonyms share one)."""
         ga = li.arrays
         out: dict[int, str] = {}
@@ -367,17 +352,17 @@ class StrataRetriever(Retriever):
             return []
         homonyms_placed: set[int] = set()
         cand = np.array(list(kinds), dtype=np.int64)
-        edge_scores = np.maximum(reached[None, :], best[cand]).sum(axis=1)
-        gains = edge_scores - reached.sum()
+        scored = edge_scores(reached[None, :], best[cand])
+        gains = scored - reached.sum()
         placed: list[tuple[str, np.ndarray]] = []
-        for j in np.lexsort((cand, -edge_scores)):
+        for j in np.lexsort((cand, -scored)):
             if len(placed) >= limit or len(out) >= top_k:
                 break
             u = int(cand[j])
             if ga.comp_ids[u] in seen or mention_of.get(u, -1) in homonyms_placed:
                 continue  # one place per mention: "The Young Ones" names the TV series or the video game
             edges.append(ScoredEdge(
-                src=anchor, dst=ga.comp_ids[u], edge_kind=kinds[u], score=round(float(edge_scores[j]), 4),
+                src=anchor, dst=ga.comp_ids[u], edge_kind=kinds[u], score=round(float(scored[j]), 4),
                 matches=[SubqueryMatch(subquery=q, node_id=li.winner(a if best[a, q] >= best[u, q] else u, q)[0],
                                        score=round(float(max(reached[q], best[u, q])), 4)) for q in range(n_subqueries)],
                 one_sided=bool(gains[j] <= 0),

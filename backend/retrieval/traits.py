@@ -1,36 +1,34 @@
-"""Measured properties of a loaded corpus that strategies adapt to, each computed once per corpus
-(Corpus.derived: the corpus is read-only).
+"""Measured properties of a loaded corpus, each computed once per corpus (Corpus.derived: the
+corpus is read-only). The corpus profile (backend/stages/profile.py) is chosen by them, and strata
+reads them to pick its recipe.
 
 - template_share: the fraction of sampled components whose nearest neighbour in another document
-  is a near copy (cosine >= 0.95). SEC 10-Q filings share one boilerplate (0.64 on
-  dev-docugami-10q); reports, papers and Wikipedia pages do not (0.02-0.03 on the other dev
-  collections). On such a corpus BM25 pulls towards whichever filing repeats the question's words:
-  strata ranks densely there, and every strategy's hybrid scores default to the dense side
-  (`TEMPLATE_ALPHA`, see Retriever.resolve_params).
+  is a near copy (cosine >= TEMPLATE_COSINE). Filings of one form share one boilerplate; reports,
+  papers and wiki pages do not. On such a corpus BM25 pulls towards whichever document repeats the
+  question's words (the `template` profile scores hybrids dense: TEMPLATE_ALPHA).
 - mean pages per document and hop share (the fraction of components that link to or name another
-  document): a web of named pages (Wikipedia: hop share 0.40 on dev-hotpot-pdf) against piles of
-  separate documents (at most 0.02 elsewhere). A corpus of short separate documents (mean pages
-  <= SHORT_DOC_PAGES, hop share < HOP_SHARE; dev-tatqa-pdf's one-table reports) answers each
-  question from one document whose best direct match is the strongest signal, and look-alike
-  documents (the same table rows in another report) pull a traversal away: strategies take their
-  `separate_short_defaults` there (Retriever.resolve_params).
+  document): a web of named pages (a wiki) against piles of separate documents. A corpus of short
+  separate documents (mean pages <= SHORT_DOC_PAGES, hop share < HOP_SHARE: one-table reports)
+  answers each question from one document whose best direct match is the strongest signal, and
+  look-alike documents pull a traversal away.
+The thresholds sit between the values measured on the collections in bench/RESULTS.md#stages.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from backend.retrieval.mentions import title_index
+from backend.retrieval.titles import title_index
 from backend.types import EdgeKind
 
 TEMPLATE_SAMPLE = 400
 TEMPLATE_COSINE = 0.95
 TEMPLATE_BLOCK = 16
-TEMPLATE_SHARE = 0.3  # at and above: a template corpus (0.64 against <= 0.03 on the dev collections)
+TEMPLATE_SHARE = 0.3  # at and above: a template corpus (bench/RESULTS.md#stages)
 TEMPLATE_ALPHA = 0.0  # BM25 weight of hybrid scores on a template corpus, unless a call sets it
 SHORT_DOC_PAGES = 3.0  # mean pages per document at and below which documents are short (set with strata's flat switch)
 HOP_SAMPLE = 2000  # components sampled for the hop share
-HOP_SHARE = 0.1  # hop share at and above which pages form a web (0.40 on dev-hotpot-pdf, <= 0.02 elsewhere)
+HOP_SHARE = 0.1  # hop share at and above which pages form a web (bench/RESULTS.md#stages)
 
 
 def template_share(corpus) -> float:
@@ -63,8 +61,7 @@ def is_template_corpus(corpus, threshold: float = TEMPLATE_SHARE) -> bool:
 
 
 def mean_pages(corpus) -> float:
-    """Mean pages per document, counted once per loaded corpus (a sum over 27k documents cost
-    strata ~2 ms a question at 100k pages)."""
+    """Mean pages per document, counted once per loaded corpus."""
     return corpus.derived(_count_mean_pages)
 
 

@@ -13,7 +13,7 @@ from backend.llm.guard import GuardedBackend
 from backend.llm.rules import RulesBackend
 from backend.llm.task import LLMTask, TaskAnswer, TaskPayload
 from backend.retrieval.fif.tasks import ORCHESTRATE, FiFAction, OrchestratePayload
-from backend.retrieval.lilac.tasks import DECOMPOSE, DecomposeAnswer, DecomposePayload
+from backend.retrieval.decompose.task import DECOMPOSE, DecomposeAnswer, DecomposePayload
 from tests.fakes import ScriptedModel
 
 

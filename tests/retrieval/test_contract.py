@@ -1,5 +1,6 @@
-"""The one contract every registered retrieval method keeps (run over the whole registry), plus
-known answers on the sample corpus and the errors for empty workspaces and unknown methods."""
+"""The one contract every registered retrieval method keeps (run over the whole registry), alone
+and through the query pipeline with its stages, plus known answers on the sample corpus and the
+errors for empty workspaces and unknown methods."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import pytest
 from backend.errors import EmptyCorpusError, UnknownMethodError
 from backend.graph.store import WorkspaceStore
 from backend.retrieval.base import get_retriever_class, method_names
-from backend.types import Layer, Trace
+from backend.stages import select_stages
+from backend.types import Layer, ProfileStep, StageStep, Trace
 
 METHODS = method_names()
 QUERIES = [
@@ -51,6 +53,68 @@ def test_retriever_contract(method, sample_corpus, service):
             assert trace.method == method and trace.steps, f"{method}: empty trace"
             assert Trace.model_validate_json(trace.model_dump_json()) == trace
             json.loads(trace.model_dump_json())
+
+
+STAGE_QUERIES = QUERIES + [
+    "What does Table 2 on page 3 of the data annex show?",  # a page and a labelled unit named
+    "What does \"Larkhaven City Council\" say about tree canopy in the policy brief?",
+]
+
+
+def _check_moves(step: StageStep, before: list[str], after: list[str]) -> None:
+    """The step's moves are the units whose order changed between the rankings it stood between:
+    each at its recorded rank in each, and the units it does not list in the same order in both."""
+    moved = {m.node_id for m in step.moves}
+    for m in step.moves:
+        assert (m.from_rank is None) == (m.node_id not in before), (step.name, m)
+        assert (m.to_rank is None) == (m.node_id not in after), (step.name, m)
+        assert m.from_rank is None or before[m.from_rank - 1] == m.node_id, (step.name, m)
+        assert m.to_rank is None or after[m.to_rank - 1] == m.node_id, (step.name, m)
+    assert [n for n in before if n not in moved] == [n for n in after if n not in moved], step.name
+    assert set(before) - moved == set(after) - moved, step.name
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_every_method_runs_through_the_query_pipeline_with_stages_none_and_default(method, sample_corpus, service, monkeypatch):
+    """The whole pipeline, as the app runs it: with stages none the trace holds no stage step (nor a
+    profile) but the scope filter's, when documents are chosen; with default each stage that moved a unit has its step, whose moves are consistent
+    with the rankings before and after it (a spy records them)."""
+    import backend.query as query
+
+    seen: list[tuple[str, list[str], list[str]]] = []
+    real = query.run_stage
+
+    def spy(stage, context, hits):
+        out = real(stage, context, hits)
+        seen.append((stage.name, [h.node_id for h in hits], [h.node_id for h in out]))
+        return out
+
+    monkeypatch.setattr(query, "run_stage", spy)
+    pipeline = service._pipeline(sample_corpus, None, None)
+    cls = get_retriever_class(method)
+    for query_text in STAGE_QUERIES:
+        for scope in (frozenset(), frozenset(list(sample_corpus.documents)[:1])):
+            seen.clear()
+            hits, trace = pipeline.retrieve(service.retriever(method, sample_corpus, pipeline.llm), method, query_text, 10, {},
+                                            scope, "none")
+            assert hits and trace.steps
+            # none: no stage and no profile; the user's own filter to chosen documents still shows
+            assert {s.name for s in trace.steps if isinstance(s, (StageStep, ProfileStep))} <= ({"scope"} if scope else set())
+            assert [name for name, _, _ in seen] == (["scope"] if scope else [])
+            seen.clear()
+            hits, trace = pipeline.retrieve(service.retriever(method, sample_corpus, pipeline.llm), method, query_text, 10, {},
+                                            scope, "default")
+            assert hits and isinstance(trace.steps[0], ProfileStep)
+            expected = [s.name for s in select_stages("default", cls.follows_references) if not s.before_retrieval]
+            assert [name for name, before, _ in seen if before] == expected + (["scope"] if scope else [])
+            steps = {s.name: s for s in trace.steps if isinstance(s, StageStep)}
+            for name, before, after in seen:
+                if before and before != after:
+                    assert name in steps, (method, name)
+                    _check_moves(steps[name], before, after)
+                elif before:
+                    assert name not in steps, (method, name)
+            assert Trace.model_validate_json(trace.model_dump_json()) == trace
 
 
 @pytest.mark.parametrize("method", METHODS)

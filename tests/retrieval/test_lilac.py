@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from backend.retrieval.lilac.rules import decompose, modality_of
+from backend.retrieval.decompose.rules import decompose, modality_of
 from backend.types import BeamStep, DecomposeStep, RankStep, Trace
 from tests.fakes import CHAIN, CHAIN_LINKS, FILMS, FILMS_QUESTION, build_corpus, doc_of, with_approximate_layer
 
@@ -264,7 +264,7 @@ def _dense_late_interaction(retriever, subqueries, alpha, bonus, granularity):
     subcomponent's similarity in an (n_sub, n_q) array, a segment max per component."""
     import numpy as np
 
-    from backend.retrieval.lilac.retriever import MODALITY_KIND, graph_arrays
+    from backend.retrieval.graphwalk import MODALITY_KIND, graph_arrays
     from backend.retrieval.scoring import QueryScores
     from backend.types import NodeKind
 
@@ -290,7 +290,7 @@ def test_late_interaction_from_sparse_columns_gives_the_numbers_of_every_row(ser
     import numpy as np
 
     from backend.retrieval import scoring
-    from backend.retrieval.lilac.retriever import LateInteraction
+    from backend.retrieval.graphwalk import LateInteraction
     from backend.retrieval.scoring import QueryScores
     from backend.types import SubQuery
 

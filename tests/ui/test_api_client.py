@@ -41,7 +41,7 @@ def test_the_named_endpoints_are_listed(app_url):
     client = gradio_client.Client(app_url, verbose=False)
     endpoints = client.view_api(return_format="dict", print_info=False)["named_endpoints"]
     assert {"/ingest", "/ask"} <= set(endpoints)
-    assert [p["parameter_name"] for p in endpoints["/ask"]["parameters"]] == ["question", "method", "top_k", "docs"]
+    assert [p["parameter_name"] for p in endpoints["/ask"]["parameters"]] == ["question", "method", "top_k", "docs", "stages"]
     assert [p["parameter_name"] for p in endpoints["/ingest"]["parameters"]] == ["files"]
 
 

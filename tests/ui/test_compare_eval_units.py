@@ -68,12 +68,12 @@ def test_each_column_shows_what_only_its_method_found():
     assert compare.only_found([a, b]) == [{"bm25-1"}, {"hikey-1"}]
     html = compare.render_columns([a, b], None)
     assert html.count('data-only="true"') == 2 and html.count('data-only="false"') == 2
-    assert "1 unit(s) no other method found, on b.pdf p.2" in html and "on c.pdf p.3" in html
+    assert "1 unit(s) no other run found, on b.pdf p.2" in html and "on c.pdf p.3" in html
     summary = compare.render_summary([a, b], None, None)
     assert summary.count('<td data-field="only">1 unit(s)</td>') == 2
     assert 'data-same-as="hikey"' in summary and 'data-same-as="bm25"' in summary  # same words, spacing aside
     same = compare.render_columns([a, _result("dense", [("a.pdf", 1)])], None)
-    assert "Every result of this method was also found by another method." not in same  # different node ids
+    assert "Every result of this run was also found by another run." not in same  # different node ids
     c = _result("dense", [])
     assert compare.only_found([c, a]) == [set(), {"bm25-0", "bm25-1"}]
     assert 'data-only-count="0"' in compare.render_columns([c, a], None)

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from backend.retrieval.base import StrategyParams, param
-from backend.retrieval.mentions import title_index
+from backend.retrieval.titles import title_index
 from backend.retrieval.scoring import SparseColumn
 from backend.retrieval.fif.tasks import EvidenceNote, PlanRecord, RouteModes, TraverseRecord
 from backend.types import EdgeKind, ScoredNode, Strategy, SubQuery
@@ -82,7 +82,7 @@ class DocumentRowMaps:
 
     def leads_to(self, comp_id: str) -> list[str]:
         """The other documents a component links to, then those whose title its text names without
-        a link (mentions.py): a page that names another is a hop to it whether or not the PDF
+        a link (titles.py): a page that names another is a hop to it whether or not the PDF
         carries the link annotation."""
         corpus = self.corpus
         own = corpus.nodes.doc_of(comp_id)
@@ -142,7 +142,7 @@ class FiFParams(StrategyParams):
     shortlist: int = param(30, 1, 200, "Vector shortlist k at the document and component level (the paper's k).")
     docs_per_hop: int = param(
         8, 1, 50,
-        "Documents a traverse keeps. A top 10 needs a pool about that wide: on dev-hotpot-pdf 5 gives All@10 0.890, 8 gives 0.935.",
+        "Documents a traverse keeps. A top 10 needs a pool about that wide (bench/RESULTS.md#stages).",
     )
     units_per_hop: int = param(8, 1, 50, "Components a traverse keeps.")
     alpha: float = param(0.5, 0.0, 1.0, "BM25 weight in the hybrid node scores.")
@@ -152,7 +152,7 @@ class FiFParams(StrategyParams):
     seed_weight: float = param(
         2.0, 0.0, 5.0,
         "Weight of the whole question's component ranking (its hybrid scores, top `shortlist`) fused by reciprocal rank with the "
-        "reranked memory (0: the paper's rerank alone; 2 with seed_open: best summed R@5 on the dev tune halves).",
+        "reranked memory (0: the paper's rerank alone; bench/RESULTS.md#stages).",
     )
     seed_open: int = param(
         2, 0, 2,

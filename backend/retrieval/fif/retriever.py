@@ -6,8 +6,8 @@ chooses TRAVERSE(anchor documents, subquery, strategy), PLAN or STOP; STOP reran
 memory against the original query, and (seed_weight > 0, not in the paper) fuses that order by
 reciprocal rank with the whole question's hybrid component ranking: the agent's hops add what
 the direct match misses, but a dead-end traversal cannot drop the question's best direct
-matches (issue 10: below hybrid on dev-tatqa-pdf and dev-mmlongbench without it). A traverse runs the document-level traverser (local hop:
-the documents the anchor's components link to, name by title without a link (mentions.py), or
+matches (bench/RESULTS.md#stages). A traverse runs the document-level traverser (local hop:
+the documents the anchor's components link to, name by title without a link (titles.py), or
 are linked from; global hop: every document
 summary), then the component-level traverser inside the chosen documents; the strategy tuple
 sets the hop scope, the vector granularity g (0: the node's own vector, 1: max over its
@@ -49,9 +49,6 @@ class FiFRetriever(Retriever):
     name = "fif"
     description = "FiF: an agent traverses documents -> components with a cost ladder and history-aware backtracking, then reranks."
     Params = FiFParams
-    template_alpha = True
-    separate_defaults = {"seed_extensions": 1}  # a failed extension of a resolved plan calls on the seeds (traits.py)
-    separate_short_defaults = {"seed_open": 0}  # the seeds always at full weight (traits.py)
     follows_references = True
 
     @property

@@ -16,7 +16,7 @@ from pydantic import Field
 from backend.llm.task import LLMTask, TaskAnswer, TaskPayload
 from backend.retrieval.fif import prompts as P
 from backend.retrieval.fif import rules
-from backend.retrieval.lilac.rules import decompose_answer
+from backend.retrieval.decompose.rules import decompose_answer
 
 DocMode = Literal["neighbors", "vector search", "llm reasoning"]
 ComponentMode = Literal["vector search", "llm reasoning"]

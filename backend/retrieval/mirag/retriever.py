@@ -10,7 +10,7 @@ later iteration
      that text score and the text-to-image score, the paper's multimodal similarity),
      taking up to text_k paragraphs and image_k figures/tables per query (the paper: 20 and 10),
   4. writes a reasoning record of the newly found knowledge (prompt 4, mirag_record): its best
-     sentences, cited by id, each with the titles of the other pages it names (mentions.py's
+     sentences, cited by id, each with the titles of the other pages it names (titles.py's
      title index), which the next expansion and follow-ups ask about first.
 The final ranking fuses every query's list of every iteration by weighted reciprocal rank.
 Each iteration is one IterationStep in the trace; the fusion is a FuseStep.
@@ -34,7 +34,7 @@ from backend.index.image import note_figures_as_text, visual_component_scores
 from backend.index.lexical import tokenize
 from backend.llm.text import QUESTION_WORDS
 from backend.retrieval.base import Retriever, StrategyParams, param, register
-from backend.retrieval.mentions import title_index
+from backend.retrieval.titles import title_index
 from backend.retrieval.mirag.tasks import (
     EXPAND,
     GENERATE,
@@ -103,8 +103,6 @@ class MIRAGRetriever(Retriever):
         "over paragraphs and figures/tables; reciprocal-rank fusion of every iteration."
     )
     Params = MIRAGParams
-    template_alpha = True
-    separate_short_defaults = {"seed_weight": 1.0}  # fused with the question's seeds (traits.py)
     follows_references = True
 
     def retrieve(self, query: str, top_k: int, params: dict[str, Any], trace: Trace) -> list[ScoredNode]:
@@ -218,7 +216,7 @@ class MIRAGRetriever(Retriever):
         self, question: str, queries: list[str], found: list[ScoredNode], known: list[str], max_facts: int
     ) -> tuple[str, list[dict[str, Any]]]:
         """The record of this iteration's best units and its facts ({id, text, pages}, best first):
-        pages, the titles of the other documents the fact names (mentions.py)."""
+        pages, the titles of the other documents the fact names (titles.py)."""
         knowledge = self._knowledge(question, queries, found)
         images = []
         if self.corpus.root is not None:

@@ -13,10 +13,9 @@ retriever hands in.
   query per bridge term not searched yet, made of the term and the words of the question the
   fact it came from does not cover ("Maren Oduya born").
 Bridge terms that are the titles of knowledge-base pages a fact names (the retriever finds them
-with mentions.py's title index and hands them in with the fact) come first, then the rest by
+with titles.py's title index and hands them in with the fact) come first, then the rest by
 score: a follow-up that names a page finds it, while a capitalised run may be a date, a nation or a
-piece of a name. Dev-hotpot-pdf tune R@5 0.870 -> 0.885, probe composed 0.776 -> 0.812
-(bench/RESULTS.md, twenty-first session).
+piece of a name (bench/RESULTS.md#stages).
 
 What it does not do: paraphrase, answer the question (the reader does), or use any knowledge
 that is not in the facts.

@@ -5,28 +5,23 @@ A document's names are the words that are its own: its NAMES_PER_DOC words of hi
 tf x idf (units of the document using the word x log(documents / documents using it)), among the
 words at least NAME_MIN_COUNT of its units use that at most MAX_DOC_SHARE of the documents use.
 They are counted from the components layer's BM25 postings (its index texts, its stemmed tokens),
-not by tokenising every text again: 0.01 s against 0.2 s on a dev collection, and the first
-question over 100k pages no longer waits ~17 s for them (bench/RESULTS.md). In a pile
-of 10-Q filings "Apple", "iPhone" and "NVIDIA" are names (NVIDIA's cover names it only in a
+not by tokenising every text again, so the first question over a large workspace does not wait for
+them. In a pile of 10-Q filings "Apple", "iPhone" and "NVIDIA" are names (NVIDIA's cover names it only in a
 logo); "Services" or "Center", which several companies' filings use, are not. A question word
 names documents only when it is capitalised in the question, not the first word of a sentence
 ("... in FY 2021? Answer in millions.") and not the word of a page reference ("in Page 5"), as
 names are written.
 
-Where it acts (QueryPipeline.retrieve, for the strategies that follow references), the named
-documents' units go first in the strategy's own order, then the rest:
-- on a corpus whose documents share one boilerplate (traits.is_template_corpus). There the
-  documents differ by whose they are (issuer, period) and a question names whose it asks about:
-  on dev-docugami-10q every question names its company, and the companies' filings are
-  interchangeable to a similarity score;
-- on long documents that do not lead to one another (traits.is_long_separate_corpus: reports,
-  papers, filings, manuals). A question picks one by name ("for COSTCO in FY2021", "RAPTOR",
-  "Lufthansa"), and the other reports say the same things about their own subjects: on
-  dev-mmlongbench's tune half every strategy that follows references gains (bench/RESULTS.md).
-Elsewhere nothing changes: in a web of pages the second hop of a bridge question is a document
-the question does not name, and in a pile of one-table reports (dev-tatqa-pdf) the capitalised
-words are table rows ("Deferred charges", "EBITDA"), whose documents are look-alikes: there
-the tune half lost 0.013-0.021 with names first in every strategy.
+Where it acts (stage `named_documents`, backend/stages/__init__.py): the named documents' units go
+first in the method's own order, then the rest, on the profile kinds where names decide:
+- `template`: documents that share one boilerplate differ by whose they are (issuer, period), and
+  a question names whose it asks about; the filings are interchangeable to a similarity score;
+- `long_separate`: long documents that do not lead to one another (reports, papers, filings,
+  manuals). A question picks one by name ("for COSTCO in FY2021", "RAPTOR", "Lufthansa"), and the
+  other reports say the same things about their own subjects.
+Elsewhere nothing changes: in a web of pages the second hop of a bridge question is a document the
+question does not name, and in a pile of one-table reports the capitalised words are table rows
+("Deferred charges", "EBITDA"), whose documents are look-alikes (bench/RESULTS.md#stages).
 """
 
 from __future__ import annotations
@@ -38,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from backend.index.lexical import tokenize
-from backend.retrieval.references import PAGE_RE
+from backend.stages.references import PAGE_RE
 from backend.types import RankStep, ScoredNode, Trace
 
 NAMES_PER_DOC = 25  # a document's names: its words of highest count x log(documents / documents using it)

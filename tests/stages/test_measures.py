@@ -1,4 +1,4 @@
-"""The line items of a ratio the question names (backend/retrieval/measures.py): which ratios are
+"""The line items of a ratio the question names (backend/stages/measures.py): which ratios are
 read and which are not, the text the strategies rank by, and the step in the real query pipeline
 over one-page reports ingested for real."""
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from backend.retrieval.measures import MEASURES, line_items, measures_in_rows, with_line_items
+from backend.stages.measures import MEASURES, line_items, measures_in_rows, with_line_items
 from backend.types import Trace
 from tests.fakes import drawn_report, ingest_drawn
 

@@ -1,4 +1,4 @@
-"""The results spread over pages (backend/retrieval/spread.py): a page's units beyond its first two
+"""The results spread over pages (backend/stages/spread.py): a page's units beyond its first two
 wait until every ranked page has had its first ones; the pages keep their order; the query
 pipeline does it for the structure-aware methods, not for the flat floors."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from backend.retrieval.spread import PAGE_HEAD_UNITS, spread_over_pages
+from backend.stages.spread import PAGE_HEAD_UNITS, spread_over_pages
 from backend.types import ScoredNode, Trace
 from tests.fakes import build_corpus, pipeline_for
 

@@ -1,4 +1,4 @@
-"""The page a question quotes at length goes first (backend/retrieval/quoted.py): the run of the
+"""The page a question quotes at length goes first (backend/stages/quoted.py): the run of the
 question's words one component holds in order, the margin over every other ranked page, and the
 step in the real query pipeline, over one-page reports ingested for real."""
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from backend.retrieval.quoted import _run, quoted_page_first
+from backend.stages.quoted import _run, quoted_page_first
 from backend.types import NodeKind, ScoredNode, Trace
 from tests.fakes import ingest_drawn
 

@@ -1,4 +1,4 @@
-"""Table rows a question names by their whole label (backend/retrieval/rows.py): the label read
+"""Table rows a question names by their whole label (backend/stages/rows.py): the label read
 from a row, the words that must be written, and the pages holding such a row placed first, through
 the real ingest (ruled tables that pymupdf finds) and the real query pipeline."""
 
@@ -10,7 +10,7 @@ import pymupdf
 import pytest
 
 from backend.llm.text import named_label, row_label
-from backend.retrieval.rows import named_rows_first
+from backend.stages.rows import named_rows_first
 from backend.retrieval.traits import is_long_separate_corpus
 from backend.types import Cell, NodeKind, ScoredNode, TableRow, Trace
 from tests.fakes import drawn_report, ingest_drawn, ruled_table

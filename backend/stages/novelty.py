@@ -1,48 +1,41 @@
-"""In a web of pages, the ranked pages that hold a word of the question no page above them holds go
-before those that add none: "The Vermont Catamounts men's soccer team currently competes in a
-conference that was formerly known as what from 1988 to 1996?" is asked of the soccer team's page
-and the conference's. MMGraphRAG ranked eight other Vermont Catamounts pages (the ice hockey team,
-six basketball seasons, the basketball team) between them. The six seasons hold nothing the
-question asks that the pages above them lack; the ice hockey and basketball teams' pages add a word
-each ("1996", "currently"), and the conference's page adds "1988" and "known". With the step the
-conference's page is fourth, not tenth.
+"""Stage `novelty`: in a web of pages, the ranked pages that hold a word of the question no page
+above them holds go before those that add none. "The Vermont Catamounts men's soccer team currently
+competes in a conference that was formerly known as what from 1988 to 1996?" is asked of the soccer
+team's page and the conference's; a ranking may put several other Vermont Catamounts pages (the
+ice hockey team, basketball seasons) between them, which hold nothing the question asks that the
+pages above them lack.
 
 A question over linked pages asks of a chain, and each page of it answers a part. A page whose
 question words all stand on a page above it is a look-alike of that page, not the next hop, unless
 a unit above it names its title or links to it: then it is the next hop, and an intermediate page
 of a longer chain often holds none of the question's words.
 
-Where it acts (QueryPipeline.retrieve, right after the strategy ranked and before the rows step, for
-every method but the three flat ones; strata's inner HiKEY and MMGraphRAG rankings are fused
-without it): only in a web of short pages (`traits.is_web_of_pages`: hop share >= HOP_SHARE, at
+Where it acts (backend/stages/__init__.py, right after the method ranked and before the rows
+stage): only in a web of short pages (the `web_of_pages` profile kind: hop share >= HOP_SHARE, at
 most SHORT_DOC_PAGES pages per document on average), where a page is one entity. In a pile of
-separate reports a look-alike report is the usual gold page of a tie: on dev-tatqa-pdf's tune half
-a listing over MMGraphRAG's predictions fell 0.943 -> 0.935 with it. Linked multi-page reports (the
-sample corpus: four reports that cite one another, 3.75 pages each) are not a web of entities
-either; no dev collection is of that kind, so the step is left to the kind it was measured on.
-
-Dev-hotpot-pdf page R@5, tune / check (bench/RESULTS.md, thirtieth session): strata 0.932 / 0.938
--> 0.948 / 0.942, FiF 0.938 / 0.889 -> 0.953 / 0.913, MI-RAG 0.891 / 0.832 -> 0.922 / 0.904,
-MMGraphRAG 0.844 / 0.793 -> 0.911 / 0.885, HiKEY 0.760 / 0.755 -> 0.797 / 0.822, LILaC 0.906 /
-0.904 -> 0.901 / 0.913. The probe's chains (tune): MI-RAG 0.855 -> 0.948, LILaC 0.873 -> 0.898,
-strata 0.944 -> 0.972; its hops to an untitled page lost one gold page of 16 for most methods, two
-for LILaC (a page named by neither title nor link is what the step cannot tell from a look-alike).
+separate reports a look-alike report is the usual gold page of a tie, and linked multi-page
+reports are not a web of entities either (bench/RESULTS.md#stages). strata's inner HiKEY and
+MMGraphRAG rankings are fused without it.
 """
 
 from __future__ import annotations
 
 from backend.llm.text import QUESTION_WORDS, content_tokens, content_tokens_each
-from backend.retrieval.mentions import title_index
+from backend.retrieval.titles import title_index
 from backend.retrieval.traits import is_web_of_pages
 from backend.types import EdgeKind, RankStep, ScoredNode, Trace
 
 
-def new_words_first(corpus, question: str, hits: list[ScoredNode], trace: Trace) -> list[ScoredNode]:
+def new_words_first(corpus, question: str, hits: list[ScoredNode], trace: Trace,
+                    web_of_pages: bool | None = None) -> list[ScoredNode]:
     """`hits` with the units of the pages that add none of the question's words to the pages above
     them moved after all the others, each part in its order and scores kept non-increasing;
-    unchanged outside a web of short pages, or when every page adds a word."""
+    unchanged outside a web of short pages, or when every page adds a word. `web_of_pages`: whether
+    the corpus is one (the profile's word), None: measured (traits.is_web_of_pages)."""
     words = content_tokens(question) - QUESTION_WORDS
-    if not hits or not words or not is_web_of_pages(corpus):
+    if web_of_pages is None:
+        web_of_pages = is_web_of_pages(corpus)
+    if not hits or not words or not web_of_pages:
         return hits
     nodes = corpus.nodes
     page_of = [(nodes.doc_of(h.node_id), nodes.page_of(h.node_id)) for h in hits]

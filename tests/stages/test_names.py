@@ -1,11 +1,11 @@
-"""Documents a question names (backend/retrieval/names.py): a document's own words, and their
+"""Documents a question names (backend/stages/names.py): a document's own words, and their
 units first on a template corpus, through the query pipeline."""
 
 from __future__ import annotations
 
 import pytest
 
-from backend.retrieval.names import document_names, named_documents, question_names
+from backend.stages.names import document_names, named_documents, question_names
 from backend.retrieval.traits import is_long_separate_corpus, is_short_separate_corpus, is_template_corpus
 from tests.fakes import FILMS, build_corpus
 

@@ -11,7 +11,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from backend.llm.task import LLMTask, TaskAnswer, TaskPayload
-from backend.retrieval.lilac.rules import decompose_answer
+from backend.retrieval.decompose.rules import decompose_answer
 
 DECOMPOSE_PROMPT = (
     "You are a retrieval-oriented query decomposer.\n"

@@ -1,32 +1,26 @@
-"""Table rows the question names by their whole label: "What was the change in operating expenses
-between 2018 and 2019?" is asked of the row labelled "Operating expenses", not of "Other operating
-expenses" or "Total operating expense", whose pages hold every word of the question as well.
+"""Stage `named_rows`: table rows the question names by their whole label. "What was the change in
+operating expenses between 2018 and 2019?" is asked of the row labelled "Operating expenses", not
+of "Other operating expenses" or "Total operating expense", whose pages hold every word of the
+question as well.
 
 A flat chunk knows no row, so this is a signal of the structure: a table's rows are
 subcomponents, each with its first cell, the row's label (backend/ingest/components.py writes a
-row as "Table 1: <first header>: <label>; <header>: <value>; ..."). On dev-tatqa-pdf most of the
-questions a method misses are lexical ties (bench/RESULTS.md, sixteenth session): another report
-holds the same words. In ten of strata's 33 tune misses the gold page held a row whose every
-label word the question writes, and none of the pages ranked above it did.
+row as "Table 1: <first header>: <label>; <header>: <value>; ..."). Many of the questions a method
+misses over a pile of reports are lexical ties: another report holds the same words, and the gold
+page holds a row whose every label word the question writes (bench/RESULTS.md#stages).
 
-Where it acts (Retriever.follows_references, applied by QueryPipeline.retrieve after the
-strategy ranked, before the documents the question names go first; the flat floors bm25, dense
-and hybrid keep their meaning): the hits on pages that hold such a row (a row among the hits, or
-a row of a table among them) go first, each part in the strategy's order, except that the
-strategy's own first page keeps the second place, or the first when it holds more of the question's
+Where it acts (backend/stages/__init__.py, after the novelty stage and before the documents the
+question names go first; every corpus): the hits on pages that hold such a row (a row among the
+hits, or a row of a table among them) go first, each part in the method's order, except that the
+method's own first page keeps the second place, or the first when it holds more of the question's
 words than the first named page.
 
-Where the documents a question names decide (names.py: long documents that do not lead to one
-another, and template corpora), a named row the strategy did not rank joins the hits when it is in
-a document the question names and on the only page of that document holding its label: "What is
-common equity for COSTCO in FY2021?" is asked of the row "EQUITY" on the balance sheet of Costco's
-10-K, a page the routed ranking left below its first 30 units; "Total", on five pages of that
-10-K, singles out none of them (without that rule docugami's tune half fell for strata, 0.984 ->
-0.974, and fif, 0.805 -> 0.792). Tune R@5, before -> after:
-- dev-mmlongbench: strata 0.597 -> 0.621, lilac 0.561 -> 0.585, fif 0.578 -> 0.602, mmgraph
-  0.580 -> 0.600, hikey 0.588 -> 0.598, mirag 0.630 -> 0.626;
-- dev-docugami-10q: hikey 0.568 -> 0.635, lilac 0.776 -> 0.797, fif, mirag and mmgraph +0.002 to
-  +0.003, strata 0.984 -> 0.982.
+Where the documents a question names decide (names.py: the `template` and `long_separate`
+profile kinds), a named row the method did not rank joins the hits when it is in a document the
+question names and on the only page of that document holding its label: "What is common equity
+for COSTCO in FY2021?" is asked of the row "EQUITY" on the balance sheet of Costco's 10-K, a page
+the routed ranking left below its first 30 units; "Total", on five pages of that 10-K, singles out
+none of them.
 """
 
 from __future__ import annotations
@@ -68,11 +62,10 @@ def named_rows_first(corpus, question: str, hits: list[ScoredNode], trace: Trace
         return hits
     # The strategy's own first page keeps the second place: a label the question writes breaks a
     # tie between look-alike reports, but a generic one ("Total assets") also names pages that hold
-    # nothing asked. On dev-tatqa-pdf's tune half this gained 0.003-0.007 page R@5 for every
-    # structure-aware method over placing every named page first (bench/RESULTS.md).
+    # nothing asked (measured against placing every named page first: bench/RESULTS.md#stages).
     # And it keeps the first place when it holds more of the question's words than the first named
     # page: then the label breaks no tie ("What was Autodesk's goodwill at the end of 2018?" is not
-    # asked of another report's "Goodwill" row). Tune: R@1 0.681 -> 0.718, R@5 the same.
+    # asked of another report's "Goodwill" row).
     lead = page_of[named[0]]
     kept = [] if page_of[0] in pages else [i for i, page in enumerate(page_of) if page == page_of[0]]
     leading = [i for i in named if page_of[i] == lead]

@@ -1,10 +1,10 @@
 """In a web of short pages, the pages that add a word of the question go before the look-alikes that
-add none (backend/retrieval/novelty.py); not in a pile of separate documents, nor among linked
+add none (backend/stages/novelty.py); not in a pile of separate documents, nor among linked
 reports of many pages; the query pipeline runs it after every method but the flat floors."""
 
 from __future__ import annotations
 
-from backend.retrieval.novelty import new_words_first
+from backend.stages.novelty import new_words_first
 from backend.retrieval.traits import hop_share, is_separate_corpus, is_web_of_pages
 from backend.types import ScoredNode, Trace
 from tests.fakes import build_corpus, doc_of
@@ -89,28 +89,34 @@ def test_a_page_a_unit_above_names_or_links_is_the_next_hop_not_a_look_alike(ser
 
 def test_the_structure_aware_methods_take_the_step_and_the_flat_floors_do_not(service, strata_settings, tmp_path_factory,
                                                                              monkeypatch):
-    """The step's reordering is tested above; here, who runs it: the query pipeline, after every
-    method but the three flat ones (a spy in its namespace), over a workspace ingested for real."""
-    import backend.query as query
+    """The step's reordering is tested above; here, who runs it: the query pipeline's default
+    stages, after every method but the three flat ones (a spy in the stages' namespace), over a
+    workspace ingested for real; with stages "none", after none."""
+    import backend.stages as stages
     from tests.fakes import ingest_drawn
 
     calls: list[int] = []
 
-    def spy(corpus, question, hits, trace):
+    def spy(corpus, question, hits, trace, web_of_pages=None):
         calls.append(len(hits))
-        return new_words_first(corpus, question, hits, trace)
+        return new_words_first(corpus, question, hits, trace, web_of_pages)
 
     def prose(text):
         return lambda page: page.insert_text((72, 72), text, fontsize=11)
 
     ws = ingest_drawn(service, strata_settings.workspace_root / "novelty_club", tmp_path_factory.mktemp("novelty_club"),
                       {name: prose(paragraphs[0]) for name, paragraphs in CLUB.items()})
-    monkeypatch.setattr(query, "new_words_first", spy)
+    monkeypatch.setattr(stages, "new_words_first", spy)
+    monkeypatch.setattr(service.settings.retrieval, "profile", "web_of_pages")  # the stage acts in a web of pages
     for method in ("strata", "lilac", "fif", "mirag", "mmgraph", "hikey"):
         calls.clear()
-        service.ask(ws, QUESTION, method=method, top_k=5)
+        result = service.ask(ws, QUESTION, method=method, top_k=5)
         assert len(calls) == 1 and calls[0] > 0, method
+        assert "novelty" in result.stages and result.label == f"{method} + stages"
     for method in ("bm25", "dense", "hybrid"):
         calls.clear()
         service.ask(ws, QUESTION, method=method, top_k=5)
         assert calls == [], method
+    calls.clear()
+    service.ask(ws, QUESTION, method="strata", top_k=5, stages="none")
+    assert calls == []

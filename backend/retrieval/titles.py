@@ -1,18 +1,16 @@
 """Second hops by name: the documents of the corpus whose title a unit's text names.
 
 A bridge question's second document is usually named in the first one's text ("... located at
-Marion, South Australia"), whether or not the PDF carries a link annotation to it. On a
-300-document dev-hotpot-pdf slice (bench/RESULTS.md, issue 10), 9 of the 13 bridge pages the
-page baseline missed had their title written in the other gold page. This module finds such
-mentions with a title index: every document title, the title without a trailing
+Marion, South Australia"), whether or not the PDF carries a link annotation to it, and most
+bridge pages a page ranking misses have their title written in the other gold page
+(bench/RESULTS.md#stages). This module finds such mentions with a title index: every document title, the title without a trailing
 parenthetical qualifier ("122nd Division (Imperial Japanese Army)" -> "122nd Division"), and
 the title before its first comma, the other way a wiki qualifies a name ("Summerlin, Nevada"
 is written "located in Summerlin, Clark County, Nevada"), matched as a whole run of words that
 starts with a capital letter or a digit (a title named in running text is a proper name). The
 name before the comma counts only where the text also writes what follows the comma: alone it
 is mostly something else ("Bill Clinton" is no hop to "Clinton, Minnesota", nor "Logan
-International Airport in Boston" to "Boston, Lincolnshire"; 24 of 25 sampled such hops on
-dev-hotpot-pdf were wrong, bench/RESULTS.md, fifteenth session). Titles of one short or
+International Airport in Boston" to "Boston, Lincolnshire"). Titles of one short or
 lower-case word are left out: they would match everywhere. Nothing here is tuned on a collection.
 """
 
@@ -143,8 +141,8 @@ class NearTitles:
         """(written word, the title's word) for each run of `text` that is a title of the corpus
         but for one word, where that word is one the corpus never writes (`known(word)` is false)
         and is spelt like the title's word (difflib ratio >= TYPO_SIMILARITY, letters only). A question
-        writes "hree Men on a Horse", "The Livesey Hal War Memorial", "Son of al Quada"; HotpotQA's
-        questions are typed by people. Numbers are never corrected ("1985" is no typo of "1984"),
+        writes "hree Men on a Horse", "The Livesey Hal War Memorial", "Son of al Quada": questions
+        are typed by people. Numbers are never corrected ("1985" is no typo of "1984"),
         a run that names a title as written is left alone, and longer runs are read first."""
         raw = WORD.findall(text)
         low = [w.lower() for w in raw]

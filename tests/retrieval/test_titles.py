@@ -1,8 +1,8 @@
-"""The title index behind the second hop by name (backend/retrieval/mentions.py)."""
+"""The title index behind the second hop by name (backend/retrieval/titles.py)."""
 
 from __future__ import annotations
 
-from backend.retrieval.mentions import build_near_titles, build_title_index
+from backend.retrieval.titles import build_near_titles, build_title_index
 from tests.fakes import build_corpus, pipeline_for
 
 TITLES = {

@@ -1,4 +1,4 @@
-"""Pages and labelled units a question names (backend/retrieval/references.py): parsing the
+"""Pages and labelled units a question names (backend/stages/references.py): parsing the
 question, fitting printed page numbers to page positions, and placing the named pages first,
 through the real ingest and the real query pipeline."""
 
@@ -10,7 +10,7 @@ import pymupdf
 import pytest
 
 from backend.ingest.layout import printed_page_map
-from backend.retrieval.references import References, place_references, question_references, unit_label
+from backend.stages.references import References, place_references, question_references, unit_label
 from backend.types import ScoredNode, Trace
 from tests.fakes import build_corpus
 

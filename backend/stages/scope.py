@@ -1,9 +1,8 @@
-"""A question asked of chosen documents only ("What was the total equity in 2019?" of one report).
-
-Reports, filings and papers often do not name themselves in the question: TAT-QA and
-MMLongBench give the document with each question (`meta.doc_scope`), and most of strata's tatqa
-misses are another report's look-alike table (bench/RESULTS.md, sixteenth session). A person who
-knows which report they mean says so, and the answer must come from it.
+"""The scope filter: a question asked of chosen documents only ("What was the total equity in 2019?"
+of one report). Reports, filings and papers often do not name themselves in the question; a person
+who knows which report they mean says so, and the answer must come from it. It is the user's
+filter, not a ranking heuristic: it runs whenever documents are chosen, whatever stages are asked
+for, and the trace shows it as the `scope` stage.
 
 Every method ranks the whole workspace as it always does, asked `SCOPE_WIDEN` times deeper; the
 results in the chosen documents keep the method's order, and when they are fewer than asked the
@@ -19,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from backend.retrieval.lilac.retriever import graph_arrays
+from backend.retrieval.graphwalk import graph_arrays
 from backend.retrieval.scoring import fuse_minmax
 from backend.retrieval.traits import TEMPLATE_ALPHA, is_template_corpus
 from backend.types import RankStep, ScoredNode, Trace
@@ -29,9 +28,10 @@ SCOPE_ALPHA = 0.5  # BM25 weight of the hybrid ranking that fills a scope (TEMPL
 
 
 def within_scope(corpus, hits: list[ScoredNode], scope: frozenset[str], question: str, qvec: np.ndarray,
-                 k: int, trace: Trace) -> list[ScoredNode]:
+                 k: int, trace: Trace, template: bool | None = None) -> list[ScoredNode]:
     """The first k results in the scope's documents: the method's own, in its order, then the
-    scope's other components by the question's hybrid score."""
+    scope's other components by the question's hybrid score. `template`: whether the corpus's
+    documents share one boilerplate (the profile's word), None: measured (traits.is_template_corpus)."""
     kept = [h for h in hits if corpus.nodes.doc_of(h.node_id) in scope][:k]
     added: list[ScoredNode] = []
     if len(kept) < k:
@@ -42,7 +42,7 @@ def within_scope(corpus, hits: list[ScoredNode], scope: frozenset[str], question
         placed = [ga.comp_row[h.node_id] for h in kept if h.node_id in ga.comp_row]
         rows = rows[~np.isin(rows, placed)]  # the method's own results are not added twice
         if rows.size:  # min-max over the scope's own rows, their exact cosines (an approximate layer has them too)
-            alpha = TEMPLATE_ALPHA if is_template_corpus(corpus) else SCOPE_ALPHA
+            alpha = TEMPLATE_ALPHA if (is_template_corpus(corpus) if template is None else template) else SCOPE_ALPHA
             lexical = np.asarray(comps.lexical.scores(question), dtype=np.float32)[rows]
             scores = fuse_minmax(lexical, comps.dense.scores_of(rows, qvec), alpha)
             order = np.lexsort((rows, -scores))[: k - len(kept)]

@@ -1,4 +1,4 @@
-"""A question asked of chosen documents only (backend/retrieval/scope.py), through the query
+"""A question asked of chosen documents only (backend/stages/scope.py), through the query
 pipeline every entry point uses: the results come from those documents whatever the method, the
 method's own order first, and a name the workspace does not hold is refused with a message."""
 
@@ -8,7 +8,7 @@ import pytest
 
 from backend.errors import StrataError
 from backend.retrieval.base import get_retriever_class, method_names
-from backend.retrieval.scope import within_scope
+from backend.stages.scope import within_scope
 from backend.types import Trace
 from backend.query import MAX_SCOPE, checked_scope
 from tests.fakes import FILMS, FILMS_QUESTION, build_corpus, doc_of, pipeline_for, with_approximate_layer

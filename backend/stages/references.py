@@ -1,11 +1,9 @@
-"""Pages and labelled units a question names: "on page 17", "slides 51-53", "the second page",
-"Figure 3", "Table 2", "the first figure of the paper".
+"""Stage `references`: pages and labelled units a question names: "on page 17", "slides 51-53",
+"the second page", "Figure 3", "Table 2", "the first figure of the paper".
 
 A question that names where its evidence is has said more than any similarity score can: a
 figure question ("How many people with scarf are there in Page 5?") shares no words with a page
-that is mostly a photo. On dev-mmlongbench 36 of 270 questions name a page, a slide or a
-labelled unit (28 of them answerable); no question of the other dev collections does
-(bench/RESULTS.md).
+that is mostly a photo. Questions about long reports and slide decks often do.
 
 A page number is read two ways, and both pages are placed: the page's position in the file
 (what a PDF viewer shows) and its printed number (the folio in the margin, the layout stage's
@@ -13,9 +11,8 @@ page-number blocks and running headers; fitted per document by
 `backend.ingest.layout.printed_page_map`, Corpus.printed_pages). A journal paper printed as pages 6981-6994 and a manual whose page "28" is the file's 29th
 page both resolve.
 
-Where it acts (Retriever.follows_references, applied by QueryPipeline.retrieve after the
-strategy ranked; the flat floors bm25, dense and hybrid keep their meaning): the documents are
-the strategy's own, in the order of its results. Each of the first REFERENCE_DOCS documents
+Where it acts (backend/stages/__init__.py, the last ranking stage before the scope filter; on
+every corpus): the documents are the method's own, in the order of its results. Each of the first REFERENCE_DOCS documents
 that has the named page or unit gives one anchor per named page (its best-ranked unit on that
 page, else the page's unit nearest the question) and the named units themselves, placed ahead
 of the strategy's order. A question that names only a page ("How many colors are in the slide
@@ -36,7 +33,7 @@ from backend.types import NodeKind, RankStep, ScoredNode, Trace
 
 MAX_RANGE = 10  # "pages 400-640" names a part of a book, not places to look first
 MAX_ANCHORS = 6  # a range of three pages read both ways
-REFERENCE_DOCS = 3  # summed dev-mmlongbench tune R@5 of the six methods: 1 doc 3.376, 2 3.377, 3 3.380 (none 3.366)
+REFERENCE_DOCS = 3  # ranked documents searched for the named pages (bench/RESULTS.md#stages)
 
 _NUM = r"(\d{1,5})"
 PAGE_RE = re.compile(

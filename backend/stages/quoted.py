@@ -1,8 +1,8 @@
-"""The page the question quotes at length goes first: "Which years does the table provide
-information for the long-term deferred tax assets and long-term deferred tax liabilities for the
-company?" is asked of the report whose paragraph reads "The long-term deferred tax assets and
-long-term deferred tax liabilities are as follows below:", ten content words in a row, while the
-other reports among the hits hold at most three of them in a row ("deferred tax assets").
+"""Stage `quoted`: the page the question quotes at length goes first. "Which years does the table
+provide information for the long-term deferred tax assets and long-term deferred tax liabilities
+for the company?" is asked of the report whose paragraph reads "The long-term deferred tax assets
+and long-term deferred tax liabilities are as follows below:", ten content words in a row, while
+the other reports among the hits hold at most three of them in a row ("deferred tax assets").
 
 A question is often written from its evidence's own words. A run of the question's words that one
 unit holds in the same order is evidence of a kind that neither a bag of words (BM25) nor a vector
@@ -10,17 +10,11 @@ keeps, and one page holding a much longer run than every other ranked page singl
 structure gives the unit: the run is counted within one component (a paragraph, a table, a
 caption), never across two, after BM25's tokenizer (stemmed, stop words out).
 
-Where it acts (Retriever.follows_references, applied by QueryPipeline.retrieve after the rows the
-question names and before the documents it names go first; the flat floors bm25, dense and hybrid
-keep their meaning): when the page holding the longest run holds at least QUOTE_MARGIN more of the
-question's words in a row than any other ranked page, its units go first, in the strategy's order.
-
-QUOTE_MARGIN was set on the tune halves (bench/RESULTS.md, twenty-ninth session). With 2,
-page Hit@1 rose on dev-tatqa-pdf (strata 0.725 -> 0.751) and dev-hotpot-pdf (0.792 -> 0.854), and
-page R@5 rose or stayed for every structure-aware method on every tune half. With 1 it also moved
-pages that were not gold: Hit@1 fell against 2 (dev-mmlongbench strata 0.510 -> 0.481,
-dev-hotpot-pdf 0.854 -> 0.812). With 3 it left some quoting gold pages where they were
-(dev-hotpot-pdf strata Hit@1 0.812).
+Where it acts (backend/stages/__init__.py, after the rows stage and before the documents the
+question names go first): when the page holding the longest run holds at least QUOTE_MARGIN more
+of the question's words in a row than any other ranked page, its units go first, in the method's
+order. QUOTE_MARGIN is measured in bench/RESULTS.md#stages: a margin of 1 also moves pages that
+are not the evidence, 3 leaves some quoting pages where they were.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Rules for LILaC's query prompts (appendix F): QUERY DECOMPOSITION and MODALITY SELECTION
-(the offline answer of tasks.DECOMPOSE).
+(the offline answer of task.DECOMPOSE).
 
 Decomposition follows the prompt's guidelines as rules: the smallest set (1-5) of subqueries,
 each aimed at one component; every content word of the question appears in some subquery;
@@ -356,8 +356,8 @@ def _held_by_the_bridge(parts: list[str]) -> list[str]:
     bridge: "... administers the high school of the high-jumping daughter of the UNLV teammate"
     (the teammate found first) is the daughter of the teammate, then her high school, then the
     question asked of it. Each "the N of <the bridge>" whose N is an entity is a hop of its own; the
-    question keeps the whole chain (cut to "When was the creator born", it matched any birth
-    date: strata's tune probe chains R@5 0.914 -> 0.883 that way, 0.914 kept whole)."""
+    question keeps the whole chain (cut to "When was the creator born", it would match any birth
+    date)."""
     if len(parts) < MAX_SUBQUERIES and (branch := _possessive_bridge(parts[-1])):
         parts = parts[:-1] + branch  # a second branch: "How many countries in X's continent are recognized by the organization"
     while len(parts) < MAX_SUBQUERIES:

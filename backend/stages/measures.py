@@ -12,20 +12,13 @@ ratio" row is still found by it.
 
 Only measures computed from other items are here. Line items that reports write as rows of their
 own (EBITDA, free cash flow, capital expenditure, net debt) are not: appended to the question,
-their parts pulled other pages above the row itself ("How is EBITDA calculated?" fell from the
-first page to the eighth on dev-tatqa-pdf's tune half). A measure of the table is not expanded
-either where a table row of the corpus is labelled with it (`measures_in_rows`: "Gross margin" in
-the 10-Qs of dev-docugami-10q, "Working capital" in dev-tatqa-pdf's reports): there the question's
-own words find the row, and the items pulled look-alike statements above it (dev-docugami-10q
-tune: Amazon's and NVIDIA's gross margin questions fell, strata's R@5 0.982 -> 0.979).
+their parts pull other pages above the row itself. A measure of the table is not expanded either
+where a table row of the corpus is labelled with it (`measures_in_rows`: "Gross margin",
+"Working capital"): there the question's own words find the row, and the items would pull
+look-alike statements above it. Measured in bench/RESULTS.md#stages.
 
-Measured on the tune halves (bench/RESULTS.md, thirtieth session), page R@5 at 30 results:
-dev-tatqa-pdf strata 0.950 -> 0.956, lilac, fif and mirag +0.004 to +0.005, mmgraph +0.002 (the
-current ratio and the liability to asset ratio questions); dev-mmlongbench lilac +0.010 and fif
-+0.009, strata the same, mirag 0.626 -> 0.621; dev-docugami-10q lilac and mmgraph +0.013, hikey
-+0.029, strata the same; dev-hotpot-pdf asks no such question. Two tatqa questions and one
-mmlongbench one (Netflix's working capital) carry it: a small base, which the check halves bear out
-for every method but strata's tatqa (unchanged) and HiKEY's docugami (-0.010).
+Where it acts (stage `line_items`, backend/stages/__init__.py, before the method ranks): the text
+the method ranks by, which the rows stage reads too.
 """
 
 from __future__ import annotations
@@ -33,7 +26,7 @@ from __future__ import annotations
 import re
 
 from backend.llm.text import row_label
-from backend.retrieval.rows import rows_by_doc
+from backend.stages.rows import rows_by_doc
 from backend.types import Trace
 
 _REVENUE = ("revenue", "net sales")
