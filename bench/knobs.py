@@ -4,7 +4,7 @@
 
 Read from the methods' typed parameter models (backend/retrieval/base.py), so the table cannot
 drift from the code: the default under default Settings, the Settings path a default comes from,
-the defaults a measured corpus property switches to (traits.py: separate documents, short
+the defaults a corpus profile switches to (backend/stages/profile.py: separate documents, short
 separate documents, a template corpus's dense-only alpha), and the parameter's own description,
 which says where its value was set. Module constants that are not parameters are not listed.
 """
@@ -21,17 +21,20 @@ if str(REPO) not in sys.path:
 
 from backend.config import Settings  # noqa: E402
 from backend.retrieval import base  # noqa: E402
+from backend.stages.profile import KIND_OVERRIDES  # noqa: E402
+
+KIND_LABELS = {"template": "template corpus", "web_of_pages": "web of pages", "short_separate": "short separate documents",
+               "long_separate": "long separate documents"}
 
 
 def _switches(method: type[base.Retriever], name: str) -> str:
-    """The corpus properties that change this parameter's default, as text."""
+    """The corpus profile kinds that change this parameter's default (backend/stages/profile.py), as text."""
     out = []
-    if name in method.separate_defaults:
-        out.append(f"separate documents: {method.separate_defaults[name]}")
-    if name in method.separate_short_defaults:
-        out.append(f"short separate documents: {method.separate_short_defaults[name]}")
-    if name == "alpha" and method.template_alpha:
-        out.append("template corpus: 0 (dense)")
+    for kind, overrides in KIND_OVERRIDES.items():
+        if name in overrides.get(method.name, {}):
+            value = overrides[method.name][name]
+            shown = "0 (dense)" if name == "alpha" and value == 0 else value
+            out.append(f"{KIND_LABELS[kind]}: {shown}")
     return "; ".join(out)
 
 
