@@ -17,7 +17,7 @@ that has the named page or unit gives one anchor per named page (its best-ranked
 page, else the page's unit nearest the question) and the named units themselves, placed ahead
 of the strategy's order. A question that names only a page ("How many colors are in the slide
 14?") ranks its document weakly, hence more than one. The reader then counts the words that
-name the page as covered by the units on it (backend/reader.py).
+name the page as covered by the units on it (backend/reader/).
 """
 
 from __future__ import annotations
@@ -155,7 +155,7 @@ def _doc_units(corpus, doc_id: str, refs: References) -> list[tuple[str, str]]:
 
 def reference_words(question: str) -> str:
     """The words of the question that name places ("page 104", "the second page", "Figure 3"),
-    joined: what a unit on a named page covers of the question (backend/reader.py)."""
+    joined: what a unit on a named page covers of the question (backend/reader/)."""
     spans = [m.group(0) for rx in (PAGE_RE, ORDINAL_PAGE_RE, LABEL_RE, ORDINAL_UNIT_RE) for m in rx.finditer(question)]
     return " ".join(spans)
 
