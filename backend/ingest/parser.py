@@ -268,7 +268,20 @@ def _doc_card(title: str, sections, toc_entries: list[str]) -> str:
     return "\n".join(card)[:CARD_MAX_CHARS]
 
 
-def _document(pdf: pymupdf.Document, path: Path, name: str, sha: str, doc_id: str, hier, sections, nodes, warnings: list[str]) -> Document:
+def page_sizes(raw_pages: list[RawPage], n_pages: int) -> list[tuple[float, float]]:
+    """(width, height) of every page, from the pages extraction read: a page MuPDF could not load
+    (a damaged page tree: its warning names it) takes the size of the readable page before it,
+    or after it for leading pages, so the file keeps the pages that load without loading any again."""
+    read = {p.number: (round(p.width, 2), round(p.height, 2)) for p in raw_pages}
+    first = read[min(read)] if read else (612.0, 792.0)
+    sizes: list[tuple[float, float]] = []
+    for number in range(1, n_pages + 1):
+        sizes.append(read.get(number, sizes[-1] if sizes else first))
+    return sizes
+
+
+def _document(pdf: pymupdf.Document, path: Path, name: str, sha: str, doc_id: str, hier, sections, nodes, warnings: list[str],
+              raw_pages: list[RawPage]) -> Document:
     """The Document record: card and summary written into it and into the document node."""
     body = [n.text for n in nodes if n.kind == NodeKind.PARAGRAPH and n.role == "paragraph" and n.page <= 2]
     card = _doc_card(hier.title, sections, hier.toc_entries)
@@ -278,7 +291,7 @@ def _document(pdf: pymupdf.Document, path: Path, name: str, sha: str, doc_id: st
     document = Document(
         id=doc_id, file_name=name, title=clean_text(hier.title), pages=pdf.page_count, sha256=sha, bytes=path.stat().st_size,
         card=card, summary=" ".join(body)[:600], hierarchy_source=hier.source, parser_version=PARSER_VERSION,
-        page_sizes=[(round(pdf[i].rect.width, 2), round(pdf[i].rect.height, 2)) for i in range(pdf.page_count)],
+        page_sizes=page_sizes(raw_pages, pdf.page_count),
         warnings=warnings,
     )
     if not any(n.layer == Layer.COMPONENT for n in nodes):
@@ -355,7 +368,7 @@ def parse_pdf(
         timings["links"] = time.perf_counter() - t
         report("links", n_pages, n_pages)
 
-        document = _document(pdf, path, name, sha, doc_id, hier, sections, built.nodes, warnings)
+        document = _document(pdf, path, name, sha, doc_id, hier, sections, built.nodes, warnings, raw_pages)
         if ocr_engine and any(p.ocr_engine for p in raw_pages):
             document.warnings.append(f"{sum(1 for p in raw_pages if p.ocr_engine)} page(s) read with OCR ({ocr_engine})")
         if ocr_engine and (broken := ocr_unusable()) is not None:
