@@ -26,8 +26,8 @@ from pathlib import Path
 from pydantic import Field
 
 from backend import heap
-from backend.config import LLMSettings, Settings
-from backend.errors import BadPdfError, ConfigError, EmptyCorpusError, StrataError, WorkspaceError
+from backend.config import LLMSettings, Settings, cache_folder
+from backend.errors import BadPdfError, ConfigError, EmptyCorpusError, StrataError, WorkspaceError, display_name
 from backend.eval.folders import allowed_benchmark, benchmark_workspace, list_benchmarks, unpack_benchmark_zip, uploads_folder
 from backend.eval.gold import BenchQuestion, GoldRef, load_questions, parse_gold, result_hits
 from backend.eval.runner import EvalProgress, EvalReport, MetricRow, export_reports, metric_rows, run_eval
@@ -123,7 +123,7 @@ class Service:
     def encoders(self) -> EncoderSet:
         """The configured encoders: what a new workspace is built with."""
         if self._encoders is None:
-            self._encoders = build_encoders(self.settings.index, onnx_cache=self.settings.workspace_root / "cache" / "onnx")
+            self._encoders = build_encoders(self.settings.index, onnx_cache=cache_folder(self.settings) / "onnx")
         return self._encoders
 
     def encoders_for(self, signature: str | None) -> EncoderSet:
@@ -138,7 +138,7 @@ class Service:
         with self._lock:
             if runtime not in self._other_encoders:
                 index = self.settings.index.model_copy(update={"text_runtime": runtime})
-                self._other_encoders[runtime] = build_encoders(index, onnx_cache=self.settings.workspace_root / "cache" / "onnx")
+                self._other_encoders[runtime] = build_encoders(index, onnx_cache=cache_folder(self.settings) / "onnx")
             return self._other_encoders[runtime]
 
     @property
@@ -466,7 +466,7 @@ class Service:
         path = Path(workspace).resolve()
         sessions = (self.settings.workspace_root / "sessions").resolve()
         if path.parent != sessions:
-            raise WorkspaceError(f"'{path}' is not a session workspace under '{sessions}'; it was not deleted.")
+            raise WorkspaceError(f"'{path.name}' is not a session workspace (a folder under workspace_root/sessions); it was not deleted.")
         with self._lock:
             for key in [k for k in self._corpora if k.is_relative_to(path)]:  # its own and its evaluation workspaces
                 self._corpora.pop(key)
@@ -515,7 +515,7 @@ class Service:
         """Pages and time an ingest of `files` will take, before it starts: each PDF is opened (page
         tree only, nothing is parsed) and checked like the ingest does; seconds per page are those
         this server measured on its recent ingests, else a typical CPU figure."""
-        names = display_names or [Path(f).name for f in files]
+        names = [display_name(n) for n in (display_names or [Path(f).name for f in files])]
         known = {d.sha256: d for d in self.documents(workspace)}
         by_name = {d.file_name: d for d in known.values()}
         out: list[FileEstimate] = []
@@ -541,7 +541,7 @@ class Service:
         # Seconds per page of each kind (text, ruled/table, no text layer) this server measured
         # (backend/ingest/speed.py), else calibrated defaults.
         # x the machine's contention now: a machine shared with other work runs slower.
-        model = SpeedModel(self.settings.workspace_root)
+        model = SpeedModel(cache_folder(self.settings))
         measured = model.measured
         pages = sum(f.pages for f in out if f.status in ("new", "replaces"))
         load = contention()

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from backend.config import SessionSettings
-from backend.errors import StrataError
+from backend.errors import StrataError, without_paths
 
 log = logging.getLogger(__name__)
 
@@ -242,7 +242,7 @@ class SessionManager:
             own.last_used = self._clock()
             self._check_bytes(own.path, incoming_bytes)
             if self.shared is not None and own.path.resolve() == self.shared:
-                raise StrataError(f"Refused to write into the shared sample workspace '{self.shared}'.")
+                raise StrataError("Refused to write into the shared sample workspace; start over to get a workspace of your own.")
             return own.path
 
     def release(self, key: str) -> None:
@@ -352,8 +352,10 @@ class SessionManager:
                 path.mkdir(parents=True, exist_ok=True)
         except (OSError, sqlite3.Error) as exc:
             shutil.rmtree(path.with_name(path.name + ".tmp"), ignore_errors=True)
+            log.warning("could not make the workspace of session %s: %s", key, without_paths(str(exc)))
             raise StrataError(
-                f"Could not make this session's own workspace ({exc}); the server's disk may be full. "
+                f"Could not make this session's own workspace ({getattr(exc, 'strerror', None) or 'storage error'}); "
+                "the server's disk may be full. "
                 "Questions about the sample corpus still work; try the upload again later."
             ) from exc
         log.info("session %s got its own workspace (%d in all)", key, len(self._own) + self._pending)

@@ -17,7 +17,8 @@ from pathlib import Path
 import pymupdf
 
 from backend.config import IngestSettings
-from backend.errors import BadPdfError, clean_text, library_reason, log_name
+from backend.errors import BadPdfError, clean_text, library_reason, log_name, without_paths
+from backend.errors import display_name as kept_name
 from backend.ingest.components import build_components
 from backend.ingest.extract import PageBounds, PageCoster, PagePlan, RawPage, available_ocr_engine, extract_page, ocr_region, ocr_unusable
 from backend.ingest.hierarchy import assign_sections, build_hierarchy
@@ -71,7 +72,7 @@ def _open_pdf(path: Path) -> pymupdf.Document:
 def open_validated(path: Path, settings: IngestSettings, name: str | None = None) -> pymupdf.Document:
     """Open a PDF or raise BadPdfError with a message that says why it cannot be used. `name` is
     the file as the user named it; messages never carry the server's path."""
-    name = clean_text(name or path.name)
+    name = kept_name(name or path.name)
     if not path.is_file():
         raise BadPdfError(name, "file not found")
     size = path.stat().st_size
@@ -90,13 +91,13 @@ def open_validated(path: Path, settings: IngestSettings, name: str | None = None
     try:
         doc = _open_pdf(path)
     except (RuntimeError, ValueError, OSError, pymupdf.mupdf.FzErrorBase) as exc:
-        log.warning("MuPDF could not open %s: %s", log_name(name), exc)
+        log.warning("MuPDF could not open %s: %s", log_name(name), without_paths(str(exc)))
         raise BadPdfError(name, f"damaged PDF that cannot be opened: {library_reason(exc)}") from None
     try:
         _check_opened(doc, name, tail, settings)
     except (RuntimeError, ValueError, pymupdf.mupdf.FzErrorBase) as exc:  # e.g. a page tree that claims 10^8 pages
         doc.close()
-        log.warning("MuPDF could not count the pages of %s: %s", log_name(name), exc)
+        log.warning("MuPDF could not count the pages of %s: %s", log_name(name), without_paths(str(exc)))
         raise BadPdfError(name, f"damaged PDF that cannot be opened: {library_reason(exc)}") from None
     return doc
 
@@ -178,7 +179,7 @@ def _page_reader(name: str, settings: IngestSettings, bounds: PageBounds, ocr_en
                 ocr_engine=ocr_engine, ocr_language=settings.ocr_language, ocr_dpi=settings.ocr_dpi, plan=plan, bounds=bounds,
             )
         except (RuntimeError, ValueError, pymupdf.mupdf.FzErrorBase) as exc:
-            log.warning("page %d of %s: %s", i + 1, log_name(name), exc)
+            log.warning("page %d of %s: %s", i + 1, log_name(name), without_paths(str(exc)))
             return _PageRead(None, [f"page {i + 1} could not be read and was skipped: {library_reason(exc)}"])
         return _PageRead(raw, page_warnings, plan.degraded, plan.reasons)
 
@@ -312,7 +313,7 @@ def parse_pdf(
     file as the user named it (messages and the document's name); memory_mb: the memory share of
     the process (settings.parse_memory_mb when None), which sizes the per-page bounds;
     tell_processes(n): how many processes will read the pages (page_processes)."""
-    name = clean_text(display_name or path.name)
+    name = kept_name(display_name or path.name)
     report = progress or (lambda stage, done, total: None)
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
