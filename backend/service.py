@@ -27,7 +27,7 @@ from pydantic import Field
 
 from backend import heap
 from backend.config import LLMSettings, Settings, cache_folder
-from backend.errors import BadPdfError, ConfigError, EmptyCorpusError, StrataError, WorkspaceError, display_name
+from backend.errors import BadPdfError, ConfigError, EmptyCorpusError, StrataError, WorkspaceError, display_name, without_paths
 from backend.eval.folders import allowed_benchmark, benchmark_workspace, list_benchmarks, unpack_benchmark_zip, uploads_folder
 from backend.eval.gold import BenchQuestion, GoldRef, load_questions, parse_gold, result_hits
 from backend.eval.runner import EvalProgress, EvalReport, MetricRow, export_reports, metric_rows, run_eval
@@ -47,6 +47,7 @@ from backend.llm.hf import ModelSource, locate_model
 from backend.query import AskReply, QueryPipeline, checked_question, checked_scope, checked_top_k
 from backend.render import BLOCK_COLORS, block_highlights, png_bytes, render_page  # noqa: F401 (ui/parse.py reads BLOCK_COLORS here)
 from backend.retrieval.base import Retriever, get_retriever_class, method_names
+from backend.sample_build import run_sample_build
 from backend.sessions import SAMPLE_MARKER, SamplePreparation, SessionManager
 from backend.types import (
     AskResult,
@@ -178,10 +179,14 @@ class Service:
     def corpus(self, workspace: Path) -> Corpus:
         """The loaded corpus of a workspace, reloaded when its database has changed. A question
         over the sample workspace while it is being prepared waits for it (sessions.sample_wait_s)."""
-        key = Path(workspace).resolve()
-        if not self.sample.ready and key == self.sample_workspace_path():
+        self.wait_for_workspace(workspace)
+        return self._load_corpus(Path(workspace).resolve())
+
+    def wait_for_workspace(self, workspace: Path) -> None:
+        """Return when `workspace` can be read: at once, unless it is the sample workspace while it
+        is being prepared, which is waited for (sessions.sample_wait_s, then SamplePreparingError)."""
+        if not self.sample.ready and Path(workspace).resolve() == self.sample_workspace_path():
             self.sample.wait(self.settings.sessions.sample_wait_s)
-        return self._load_corpus(key)
 
     def _load_corpus(self, key: Path) -> Corpus:
         store = self._store(key)
@@ -270,37 +275,44 @@ class Service:
         except OSError:
             return False
 
-    def ensure_sample_workspace(self) -> Path:
+    def ensure_sample_workspace(self, separate_process: bool = False) -> Path:
         """The shared, read-only workspace of the sample corpus: reused as it is when it was
         prepared with the same files, parser and encoders (see sample_key), else rebuilt from
-        scratch, one file at a time so `self.sample` can say how far it got."""
+        scratch, one file at a time so `self.sample` can say how far it got. separate_process:
+        built in a niced child process (backend/sample_build.py; the app, which serves meanwhile),
+        else here (tests, the CLI)."""
         path = self.sample_workspace_path()
         if self.sample_prepared():
-            log.info("reusing the prepared sample workspace %s", path)
+            log.info("reusing the prepared sample workspace %s", path.name)
             self.sample.finish()
             return path
         pdfs = sorted(SAMPLE_DIR.glob("*.pdf"))
         log.info("the sample workspace must be prepared (first start, or its files, parser or encoders changed): "
-                 "%d PDFs into %s, once; later starts reuse it", len(pdfs), path)
+                 "%d PDFs, once%s; later starts reuse it", len(pdfs), " in a separate process" if separate_process else "")
         self.sample.start(len(pdfs))
         try:
-            self._build_sample(path, pdfs)
+            with self._lock:
+                self._corpora.pop(path, None)
+            if separate_process:
+                run_sample_build(self.settings, self.sample)
+            else:
+                self.build_sample(path, pdfs, self.sample.advance)
         except Exception as exc:
-            self.sample.finish(error=str(exc))
+            self.sample.finish(error=without_paths(str(exc)))
             raise
         self.sample.finish()
         return path
 
-    def _build_sample(self, path: Path, pdfs: list[Path]) -> None:
+    def build_sample(self, path: Path, pdfs: list[Path], advance: Callable[[int], None]) -> None:
+        """Ingest the sample PDFs into `path` from scratch, one at a time (`advance(k)` after the
+        k-th), write its index caches and the marker of what it was built from."""
         started = time.perf_counter()
-        with self._lock:
-            self._corpora.pop(path, None)
         shutil.rmtree(path, ignore_errors=True)
         for i, pdf in enumerate(pdfs):
             report = self.ingest(path, [pdf])
             for f in report.failed:
                 log.error("sample %s failed: %s", f.file_name, f.reason)
-            self.sample.advance(i + 1)
+            advance(i + 1)
             log.info("sample corpus: %d of %d files prepared (%s)", i + 1, len(pdfs), pdf.name)
         self._load_corpus(path)  # writes the index caches now, so later reads never write into the shared sample
         tmp = path / (SAMPLE_MARKER + ".tmp")

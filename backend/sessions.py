@@ -8,7 +8,8 @@ by rename). A session's workspace is removed after `idle_minutes` without a call
 session ends, and at shutdown; the number of such workspaces and the bytes of each are capped.
 
 `SamplePreparation` is the progress of the sample workspace being built behind a running app,
-so the Library can say "Preparing the sample corpus: k of 4" and questions wait for it.
+so the Library can say "Preparing the sample corpus: k of 4" and questions wait for it; a first
+write never waits for it (that session's workspace starts without the sample).
 
 This module does not parse, index or answer anything, and it never writes into the sample
 workspace: `workspace_for_write` refuses to hand it out.
@@ -219,9 +220,9 @@ class SessionManager:
     def workspace_for_write(self, key: str, incoming_bytes: int = 0) -> Path:
         """The session's own workspace (made now from the sample on its first write), checked
         against the caps. Never the shared sample workspace. The copy is made outside the
-        manager's lock (other sessions keep reading meanwhile), under a lock of this session."""
-        if self.shared is not None and not self.sample.ready:
-            self.sample.wait(self.settings.sample_wait_s)
+        manager's lock (other sessions keep reading meanwhile), under a lock of this session.
+        A first write while the sample is still being prepared never waits for it: that
+        session's workspace starts empty (its uploads only; starting over later brings the sample)."""
         with self._lock:
             key_lock = self._key_locks.setdefault(key, threading.Lock())
         with key_lock:
@@ -346,9 +347,11 @@ class SessionManager:
     def _create(self, key: str) -> Path:
         path = self.root / "sessions" / key
         try:
-            if self.shared is not None and (self.shared / DB_NAME).exists():
+            if self.shared is not None and self.sample.ready and (self.shared / DB_NAME).exists():
                 copy_workspace(self.shared, path)
             else:
+                if self.shared is not None and not self.sample.ready:
+                    log.info("session %s writes before the sample corpus is prepared: its workspace starts empty", key)
                 path.mkdir(parents=True, exist_ok=True)
         except (OSError, sqlite3.Error) as exc:
             shutil.rmtree(path.with_name(path.name + ".tmp"), ignore_errors=True)
