@@ -177,7 +177,21 @@ class SessionSettings(_Section):
     )
     max_workspace_mb: float = Field(300.0, description="Most MiB one session's workspace may hold (uploads, parse and indexes).")
     sample_wait_s: float = Field(
-        120.0, description="How long a question or upload waits for the sample corpus being prepared before saying so."
+        120.0, description="How long a question waits for the sample corpus being prepared before saying so (uploads never wait for it)."
+    )
+
+
+class ServingSettings(_Section):
+    """How the app admits API calls when more arrive than its cores can serve (backend/admission.py)."""
+
+    ask_slots: int = Field(
+        0, ge=0, description="API questions computed at once; the rest wait in line, in arrival order. 0 = one per CPU core "
+        "(questions are CPU-bound: more at once only interleave the same CPU-seconds).",
+    )
+    max_wait_s: float = Field(
+        300.0, gt=0, description="An API question or upload that would wait longer than this for its turn (its place in line x "
+        "the measured seconds per call / slots) is refused at once with 'The server is busy ... Retry in N s', instead of timing "
+        "out in the client. 50 clients on 2 busy cores wait about a minute (bench/load.py).",
     )
 
 
@@ -222,6 +236,7 @@ class Settings(BaseSettings):
     reader: ReaderSettings = Field(default_factory=ReaderSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
     sessions: SessionSettings = Field(default_factory=SessionSettings)
+    serving: ServingSettings = Field(default_factory=ServingSettings)
 
 
 def user_cache_dir() -> Path:

@@ -29,6 +29,9 @@ CSS_PATH = ASSETS / "strata.css"
 FONT = ["system-ui", "-apple-system", "Segoe UI", "Roboto", "Helvetica", "Arial", "sans-serif"]
 QUEUE_CONCURRENCY = 2  # events running at once per concurrency group; 2 cores
 QUEUE_MAX_SIZE = 512  # waiting events; a full queue refuses new ones with a message, so keep it above the expected crowd
+# Worker threads of the server (Gradio's default is 40): API calls wait for their turn in a thread of
+# their own (ui/api.py, up to 64 questions and 16 uploads), and the page's own events still need threads.
+MAX_THREADS = 160
 FONT_MONO = ["ui-monospace", "SFMono-Regular", "Menlo", "Consolas", "monospace"]
 
 
@@ -39,6 +42,7 @@ def launch_options(service: Service) -> dict:
         "css_paths": [CSS_PATH],
         "max_file_size": f"{int(service.settings.ingest.max_file_mb)}mb",
         "footer_links": ["settings"],
+        "max_threads": MAX_THREADS,
     }
 
 
