@@ -121,5 +121,10 @@ def configure_queue(demo: gr.Blocks, service: Service) -> None:
     """Queue limits for a small shared server (2 cores, 50 askers and 10 uploaders at once must
     all get answers, later rather than never): two events run at a time by default, since
     questions and renders are CPU-bound and more threads only interleave them; ingests run
-    one at a time (see the ingest concurrency group); the queue holds everyone who waits."""
+    one at a time (see the ingest concurrency group); the queue holds everyone who waits. The
+    Ask tab's questions run at most QUEUE_CONCURRENCY at once whatever limit its events name (the
+    API's questions have their own gate, ui/api.py)."""
+    for fn in demo.fns.values():
+        if fn.concurrency_id == "ask" and (fn.concurrency_limit in (None, "default") or fn.concurrency_limit > QUEUE_CONCURRENCY):
+            fn.concurrency_limit = QUEUE_CONCURRENCY
     demo.queue(default_concurrency_limit=QUEUE_CONCURRENCY, max_size=QUEUE_MAX_SIZE)

@@ -214,7 +214,7 @@ def build(service: Service, workspace: gr.State, sample_workspace: Path | None) 
 
     ingest_event = ingest_button.click(
         ingest, inputs=[files, workspace], outputs=[progress, report, documents, remove_choice, files, graph_counts],
-        concurrency_limit=2, concurrency_id="ingest", show_progress="hidden",  # the progress table is the indicator
+        concurrency_limit=1, concurrency_id="ingest", show_progress="hidden",  # one at a time: a parse worker and the encoders use both cores
         api_visibility="private",  # /ingest (ui/api.py) is the API's ingest
     )
     # The estimate shows as soon as the files are uploaded, before Ingest is pressed (and clears with them).
