@@ -27,6 +27,7 @@ if importlib.util.find_spec("spaces") is not None:
 from backend.config import Settings  # noqa: E402
 from backend.errors import without_paths  # noqa: E402
 from backend.logs import configure_logging  # noqa: E402
+from backend.sample_build import run_sample_build  # noqa: E402
 
 log = logging.getLogger("strata.app")
 # How long a thread holding the interpreter lock keeps it while another waits (Python's default: 5 ms).
@@ -43,7 +44,7 @@ def prepare_in_background(service) -> None:
     try:
         sample = None
         if service.settings.load_sample:
-            sample = service.ensure_sample_workspace(separate_process=True)  # marks service.sample ready (or failed) itself
+            sample = service.ensure_sample_workspace(run_sample_build)  # marks service.sample ready (or failed) itself
             service.corpus(sample)
         log.info("ready: encoders and sample corpus loaded in %.1f s", time.perf_counter() - started)
     except Exception as exc:  # noqa: BLE001 (a background thread must report every failure, then the page says so)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
+import os
 import shutil
 import threading
 import time
@@ -26,6 +27,7 @@ from pathlib import Path
 from pydantic import Field
 
 from backend import heap
+from backend.admission import AdmissionGate
 from backend.config import LLMSettings, Settings, cache_folder
 from backend.errors import BadPdfError, ConfigError, EmptyCorpusError, StrataError, WorkspaceError, display_name, without_paths
 from backend.eval.folders import allowed_benchmark, benchmark_workspace, list_benchmarks, unpack_benchmark_zip, uploads_folder
@@ -47,7 +49,6 @@ from backend.llm.hf import ModelSource, locate_model
 from backend.query import AskReply, QueryPipeline, checked_question, checked_scope, checked_top_k
 from backend.render import BLOCK_COLORS, block_highlights, png_bytes, render_page  # noqa: F401 (ui/parse.py reads BLOCK_COLORS here)
 from backend.retrieval.base import Retriever, get_retriever_class, method_names
-from backend.sample_build import run_sample_build
 from backend.sessions import SAMPLE_MARKER, SamplePreparation, SessionManager
 from backend.types import (
     AskResult,
@@ -275,12 +276,12 @@ class Service:
         except OSError:
             return False
 
-    def ensure_sample_workspace(self, separate_process: bool = False) -> Path:
+    def ensure_sample_workspace(self, build_elsewhere: Callable[[Settings, SamplePreparation], None] | None = None) -> Path:
         """The shared, read-only workspace of the sample corpus: reused as it is when it was
         prepared with the same files, parser and encoders (see sample_key), else rebuilt from
-        scratch, one file at a time so `self.sample` can say how far it got. separate_process:
-        built in a niced child process (backend/sample_build.py; the app, which serves meanwhile),
-        else here (tests, the CLI)."""
+        scratch, one file at a time so `self.sample` can say how far it got. build_elsewhere:
+        builds it outside this process (the app passes backend.sample_build.run_sample_build: a
+        niced child process while it serves); None builds it here (tests, the CLI)."""
         path = self.sample_workspace_path()
         if self.sample_prepared():
             log.info("reusing the prepared sample workspace %s", path.name)
@@ -288,13 +289,13 @@ class Service:
             return path
         pdfs = sorted(SAMPLE_DIR.glob("*.pdf"))
         log.info("the sample workspace must be prepared (first start, or its files, parser or encoders changed): "
-                 "%d PDFs, once%s; later starts reuse it", len(pdfs), " in a separate process" if separate_process else "")
+                 "%d PDFs, once%s; later starts reuse it", len(pdfs), " in a separate process" if build_elsewhere else "")
         self.sample.start(len(pdfs))
         try:
             with self._lock:
                 self._corpora.pop(path, None)
-            if separate_process:
-                run_sample_build(self.settings, self.sample)
+            if build_elsewhere is not None:
+                build_elsewhere(self.settings, self.sample)
             else:
                 self.build_sample(path, pdfs, self.sample.advance)
         except Exception as exc:
@@ -319,6 +320,16 @@ class Service:
         tmp.write_text(self.sample_key(), encoding="utf-8")
         tmp.replace(path / SAMPLE_MARKER)
         log.info("sample workspace prepared in %.1f s", time.perf_counter() - started)
+
+    def admission_gates(self, first_ask_s: float = 1.0, first_ingest_s: float = 10.0) -> tuple[AdmissionGate, AdmissionGate]:
+        """(questions, uploads) gates for the API (backend/admission.py, settings.serving): one question
+        per core (serving.ask_slots), one upload at a time; `first_*_s`: seconds per call before any was measured."""
+        serving = self.settings.serving
+        slots = serving.ask_slots or os.cpu_count() or 1
+        return (
+            AdmissionGate("questions", slots, serving.max_wait_s, first_ask_s),
+            AdmissionGate("uploads", 1, serving.max_wait_s, first_ingest_s),
+        )
 
     def session_manager(self, sample_workspace: Path | None) -> SessionManager:
         """The sessions of one app: they read `sample_workspace` (None = start empty) until their

@@ -21,15 +21,13 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 
 import gradio as gr
 
-from backend.admission import AdmissionGate
 from backend.errors import StrataError
-from backend.service import Service
+from backend.service import AdmissionGate, Service
 from backend.types import AskResult, IngestReport
 from ui.common import session_workspace, user_errors, writable_workspace
 from ui.spaces_gpu import gpu_task
@@ -90,20 +88,10 @@ def gated(gate: AdmissionGate, before: Callable[..., None] | None = None) -> Cal
     return wrap
 
 
-def admission_gates(service: Service) -> tuple[AdmissionGate, AdmissionGate]:
-    """(questions, ingests) gates of the API, from settings.serving."""
-    serving = service.settings.serving
-    slots = serving.ask_slots or os.cpu_count() or 1
-    return (
-        AdmissionGate("questions", slots, serving.max_wait_s, FIRST_ASK_ESTIMATE_S),
-        AdmissionGate("uploads", 1, serving.max_wait_s, FIRST_INGEST_ESTIMATE_S),
-    )
-
-
 def build(service: Service, workspace: gr.State, sample_workspace: Path | None) -> None:
     """Hidden components and the two named endpoints. Call inside the Blocks, before the tabs."""
     max_files = service.settings.max_upload_files
-    ask_gate, ingest_gate = admission_gates(service)
+    ask_gate, ingest_gate = service.admission_gates(FIRST_ASK_ESTIMATE_S, FIRST_INGEST_ESTIMATE_S)
 
     # The API's parameter names are the callbacks' argument names (files, question, method, top_k, docs).
     with gr.Column(visible=False, elem_id="api-endpoints"):
