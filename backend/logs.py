@@ -86,4 +86,5 @@ def configure_logging(level: str | int, fmt: str = DEFAULT_FORMAT) -> None:
             raise ConfigError(f"Unknown log level '{level}'. Set STRATA_LOG_LEVEL to DEBUG, INFO, WARNING or ERROR.")
         level = name
     logging.basicConfig(level=level, stream=sys.stderr, format=fmt, force=True)
+    logging.captureWarnings(True)  # a library's warning names its source file: through the handlers, paths cut
     quiet_library_loggers()
