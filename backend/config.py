@@ -177,7 +177,9 @@ class SessionSettings(_Section):
     )
     max_workspace_mb: float = Field(300.0, description="Most MiB one session's workspace may hold (uploads, parse and indexes).")
     sample_wait_s: float = Field(
-        120.0, description="How long a question waits for the sample corpus being prepared before saying so (uploads never wait for it)."
+        600.0, description="How long a question waits for the sample corpus being prepared before saying so (uploads never wait "
+        "for it). A first start on 2 busy cores prepares it in 1-3 minutes, longer while many clients call: a question asked "
+        "at the first page must not fail because the server is starting.",
     )
 
 
