@@ -193,7 +193,7 @@ class ServingSettings(_Section):
     max_wait_s: float = Field(
         300.0, gt=0, description="An API question or upload that would wait longer than this for its turn (its place in line x "
         "the measured seconds per call / slots) is refused at once with 'The server is busy ... Retry in N s', instead of timing "
-        "out in the client. 50 clients on 2 busy cores wait about a minute (bench/load.py).",
+        "out in the client (bench/load.py measures the waits of 50 askers and 10 uploaders).",
     )
 
 
@@ -226,7 +226,7 @@ class Settings(BaseSettings):
         500.0, description="Largest unpacked size of an uploaded benchmark zip, in MiB (bounds zip bombs)."
     )
     log_level: str = Field("INFO", description="Logging level of the app and CLI (logs go to stderr).")
-    # ---- where caches go (reliability): one folder, never the current directory
+    # Where caches go: one folder, never the current directory.
     cache_dir: Path | None = Field(
         None, description="Folder for what the app and the CLI keep between runs outside any workspace: the text encoder's "
         "ONNX export (cache_dir/onnx) and the measured ingest speed (cache_dir/ingest_speed.json). Unset: workspace_root/cache "
