@@ -31,8 +31,9 @@ from backend.sample_build import run_sample_build  # noqa: E402
 
 log = logging.getLogger("strata.app")
 # How long a thread holding the interpreter lock keeps it while another waits (Python's default: 5 ms).
-# The web server's event loop waits that long at each of the many lock hand-overs one answer takes
-# while questions compute in other threads; at 1 ms it answers every client within its timeouts.
+# The web server's event loop waits up to that long at each of the many lock hand-overs one answer
+# takes while questions compute in other threads; at 1 ms those waits are a fifth as long, and clients
+# (gradio_client's requests time out after 5 s) keep getting answers under load.
 SWITCH_INTERVAL_S = 0.001
 
 

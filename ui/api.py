@@ -65,7 +65,7 @@ def ingest_payload(report: IngestReport) -> dict:
 
 # Events of each endpoint Gradio starts at once: they wait in the admission gates (backend/admission.py),
 # which run one question per core and one ingest at a time in arrival order and refuse at once a call
-# that would wait past STRATA_SERVING__MAX_WAIT_S. Gradio's own queue would hold them without a bound.
+# that would wait past STRATA_SERVING__MAX_WAIT_S. Gradio's own queue bounds how many wait, not how long.
 API_ASK_EVENTS = 64
 API_INGEST_EVENTS = 16
 FIRST_ASK_ESTIMATE_S = 1.0  # seconds per question before any was measured
