@@ -14,11 +14,13 @@ import logging
 from pathlib import Path
 
 import gradio as gr
+from starlette.middleware import Middleware
 
 from backend.service import Service, SessionManager
 from ui import ask, graph, library, parse
 from ui import api, compare, evaluate
 from ui import settings as settings_tab
+from ui.config_cache import ConfigCache
 from ui.render import esc
 
 log = logging.getLogger(__name__)
@@ -43,6 +45,7 @@ def launch_options(service: Service) -> dict:
         "max_file_size": f"{int(service.settings.ingest.max_file_mb)}mb",
         "footer_links": ["settings"],
         "max_threads": MAX_THREADS,
+        "app_kwargs": {"middleware": [Middleware(ConfigCache)]},  # one /config answer for all clients (ui/config_cache.py)
     }
 
 
