@@ -63,6 +63,7 @@ class Tally:
     latencies: dict[str, list[float]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     cross_session: list[str] = field(default_factory=list)
+    finished: list[tuple[str, float]] = field(default_factory=list)  # (kind, time.time()) of every call that succeeded
 
     def call(self, kind: str, fn: Callable[[], dict]) -> dict | None:
         started = time.perf_counter()
@@ -74,6 +75,7 @@ class Tally:
             return None
         with self.lock:
             self.latencies.setdefault(kind, []).append(time.perf_counter() - started)
+            self.finished.append((kind, time.time()))
         return out
 
 
@@ -185,7 +187,40 @@ def tree_cpu_s(pid: int) -> float:
         return 0.0
 
 
-def cpu_report(tally: Tally, wall_s: float, cpu_s: float, gate_line: str | None) -> None:
+def log_epoch(line: str) -> float | None:
+    """The time.time() of an app log line ('2026-12-02 01:05:52,649 INFO ...', local time)."""
+    try:
+        return time.mktime(time.strptime(line[:19], "%Y-%m-%d %H:%M:%S")) + int(line[20:23]) / 1000
+    except (ValueError, IndexError):
+        return None
+
+
+def after_ready(tally: Tally, ready_at: float | None, bound: float | None) -> None:
+    """Asks served once the sample was ready (before it, they wait for it): the rate the crowd got."""
+    asks = [t for kind, t in tally.finished if kind == "ask" and ready_at is not None and t > ready_at]
+    if not asks:
+        return
+    window = max(asks) - ready_at
+    rate = len(asks) / window if window > 0 else float("nan")
+    note = f" ({rate / bound:.0%} of the CPU bound)" if bound else ""
+    print(f"after the sample was ready: {len(asks)} asks in {window:.0f} s = {rate:.2f} asks/s{note}")
+
+
+def calibrate(url: str, pid: int, asks: int) -> float | None:
+    """CPU-seconds of the app's process tree per question, measured alone: one client asks `asks`
+    questions one after another once the crowd has gone (the serving overhead included)."""
+    if asks <= 0:
+        return None
+    c = client(url)
+    rng = random.Random(11)
+    c.predict(question=QUESTIONS[0], method="hikey", top_k=5, api_name="/ask")  # this client's first call warms it
+    before = tree_cpu_s(pid)
+    for _ in range(asks):
+        c.predict(question=rng.choice(QUESTIONS), method=rng.choice(METHODS), top_k=5, api_name="/ask")
+    return (tree_cpu_s(pid) - before) / asks
+
+
+def cpu_report(tally: Tally, wall_s: float, cpu_s: float, gate_line: str | None, alone_s: float | None) -> None:
     """Throughput against the CPU bound: with C cores and S CPU-seconds per call, at most C / S calls a
     second; S from the app's whole process tree, and per question from the API's admission gate (the
     CPU time of the thread that answered it, its last log line)."""
@@ -204,6 +239,10 @@ def cpu_report(tally: Tally, wall_s: float, cpu_s: float, gate_line: str | None)
         asks = len(tally.latencies.get("ask", []))
         print(f"questions alone: {per_ask:.3f} CPU-s each in the answering thread (app log: {gate_line.split(': ', 1)[-1]}); "
               f"CPU bound {cores / per_ask:.2f} asks/s on {cores} cores; achieved {asks / wall_s:.2f} asks/s over the whole run")
+    if alone_s:
+        asks = len(tally.latencies.get("ask", []))
+        print(f"questions asked alone afterwards: {alone_s:.3f} CPU-s each for the app's whole process tree; CPU bound "
+              f"{cores / alone_s:.2f} asks/s = {cores} cores / {alone_s:.3f}; achieved {asks / wall_s:.2f} asks/s under the crowd")
 
 
 def report(tally: Tally, wall_s: float, disk: dict[str, int]) -> None:
@@ -234,6 +273,7 @@ def main() -> None:
     ap.add_argument("--workspace-root", type=Path, default=None, help="with --url: that app's workspace root, to measure disk")
     ap.add_argument("--deadline", type=float, default=900.0, help="seconds for the whole client run")
     ap.add_argument("--ramp-s", type=float, default=0.0, help="start the clients over this many seconds (0: all at once)")
+    ap.add_argument("--calibrate", type=int, default=20, help="questions asked alone after the run to measure CPU-s per ask")
     ap.add_argument("--after-ready", action="store_true", help="start the clients once the sample is ready, not at the first page")
     args = ap.parse_args()
     if args.askers > 200 or args.uploaders > 40:
@@ -264,13 +304,15 @@ def main() -> None:
             run_clients(app.url, args, root, tally)
             cpu_s, wall_s = tree_cpu_s(app.proc.pid) - cpu_before, time.perf_counter() - started
             disk["during"] = folder_bytes(ws_root)
+            alone_s = calibrate(app.url, app.proc.pid, args.calibrate)
             log_text = app.log_path.read_text(encoding="utf-8", errors="replace")
             ready = [line for line in log_text.splitlines() if READY_LINE in line]
             print(f"sample: {ready[-1].split(': ', 1)[-1]}" if ready else "the sample was not ready when the clients finished")
             gate_lines = [line for line in log_text.splitlines() if "questions: " in line and "CPU-s per call" in line]
         disk["after"] = folder_bytes(ws_root)
         report(tally, wall_s, disk)
-        cpu_report(tally, wall_s, cpu_s, gate_lines[-1] if gate_lines else None)
+        cpu_report(tally, wall_s, cpu_s, gate_lines[-1] if gate_lines else None, alone_s)
+        after_ready(tally, log_epoch(ready[-1]) if ready else None, (os.cpu_count() or 1) / alone_s if alone_s else None)
         print(f"load average after: {os.getloadavg()[0]:.2f}")
         return
     report(tally, time.perf_counter() - started, disk)
