@@ -144,7 +144,11 @@ def build(service: Service, workspace: gr.State, sample_workspace: Path | None) 
         if len(paths) > max_files:
             raise gr.Error(f"{len(paths)} files were chosen; at most {max_files} can be ingested at once. Upload them in smaller batches.")
         files = [Path(p) for p in paths]
+        # A first upload while the sample is being prepared makes a workspace without it (uploads never wait for it).
+        without_sample = (sample_workspace is not None and not service.sample.ready
+                          and session_workspace(workspace_value).resolve() == service.sample_workspace_path())
         ws = writable_workspace(workspace_value, sum(f.stat().st_size for f in files))
+        without_sample = without_sample and not service.documents(ws)  # the sample may have become ready meanwhile
         names = [p.name for p in files]
         board = ProgressBoard(names)
         events: queue.Queue[ProgressEvent] = queue.Queue()
@@ -172,9 +176,14 @@ def build(service: Service, workspace: gr.State, sample_workspace: Path | None) 
             result = future.result()  # re-raises a failure of the ingest thread here
         docs = service.documents(ws)
         elapsed = time.perf_counter() - started
+        note = (
+            '<div class="st-note">The sample corpus was still being prepared when you uploaded, so this workspace holds '
+            "your files only. Press Start over to get the sample PDFs (your uploads go with it).</div>"
+            if without_sample else ""
+        )
         yield (
             render.render_progress(board.rows, elapsed, False),
-            render.render_report(result),
+            note + render.render_report(result),
             _documents_table(docs),
             _remove_choices(docs),
             None,
