@@ -81,7 +81,7 @@ class IndexSettings(_Section):
     text_runtime: str = Field(
         "onnx",
         description="CPU runtime of the text encoder for new workspaces: onnx (ONNX Runtime, the torch vectors, faster; exported once "
-        "into workspace_root/cache/onnx), onnx-int8 (int8 weights: faster still, other vectors) or torch. A workspace keeps the "
+        "into the cache folder, STRATA_CACHE_DIR), onnx-int8 (int8 weights: faster still, other vectors) or torch. A workspace keeps the "
         "precision it was built with (fp32 or int8) whatever this says.",
     )
     derive_parents: bool = Field(
@@ -197,7 +197,23 @@ class SessionSettings(_Section):
     )
     max_workspace_mb: float = Field(300.0, description="Most MiB one session's workspace may hold (uploads, parse and indexes).")
     sample_wait_s: float = Field(
-        120.0, description="How long a question or upload waits for the sample corpus being prepared before saying so."
+        600.0, description="How long a question waits for the sample corpus being prepared before saying so (uploads never wait "
+        "for it). A first start on 2 busy cores prepares it in 1-3 minutes, longer while many clients call: a question asked "
+        "at the first page must not fail because the server is starting.",
+    )
+
+
+class ServingSettings(_Section):
+    """How the app admits API calls when more arrive than its cores can serve (backend/admission.py)."""
+
+    ask_slots: int = Field(
+        0, ge=0, description="API questions computed at once; the rest wait in line, in arrival order. 0 = one per CPU core "
+        "(questions are CPU-bound: more at once only interleave the same CPU-seconds).",
+    )
+    max_wait_s: float = Field(
+        300.0, gt=0, description="An API question or upload that would wait longer than this for its turn (its place in line x "
+        "the measured seconds per call / slots) is refused at once with 'The server is busy ... Retry in N s', instead of timing "
+        "out in the client (bench/load.py measures the waits of 50 askers and 10 uploaders).",
     )
 
 
@@ -234,12 +250,35 @@ class Settings(BaseSettings):
         500.0, description="Largest unpacked size of an uploaded benchmark zip, in MiB (bounds zip bombs)."
     )
     log_level: str = Field("INFO", description="Logging level of the app and CLI (logs go to stderr).")
+    # Where caches go: one folder, never the current directory.
+    cache_dir: Path | None = Field(
+        None, description="Folder for what the app and the CLI keep between runs outside any workspace: the text encoder's "
+        "ONNX export (cache_dir/onnx) and the measured ingest speed (cache_dir/ingest_speed.json). Unset: workspace_root/cache "
+        "when STRATA_WORKSPACE_ROOT is set, else the user's cache folder ($XDG_CACHE_HOME/strata or ~/.cache/strata).",
+    )
     ingest: IngestSettings = Field(default_factory=IngestSettings)
     index: IndexSettings = Field(default_factory=IndexSettings)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     reader: ReaderSettings = Field(default_factory=ReaderSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
     sessions: SessionSettings = Field(default_factory=SessionSettings)
+    serving: ServingSettings = Field(default_factory=ServingSettings)
+
+
+def user_cache_dir() -> Path:
+    """The user's cache folder for Strata: $XDG_CACHE_HOME/strata, else ~/.cache/strata."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "strata"
+
+
+def cache_folder(settings: Settings) -> Path:
+    """Where caches and speed records go (Settings.cache_dir): the setting, else workspace_root/cache
+    when the workspace root was set, else the user's cache folder; never the current directory."""
+    if settings.cache_dir is not None:
+        return Path(settings.cache_dir).expanduser().resolve()
+    if "workspace_root" in settings.model_fields_set:
+        return (Path(settings.workspace_root) / "cache").resolve()
+    return user_cache_dir().resolve()
 
 
 def iter_setting_names(model: type[BaseModel] = Settings, prefix: str = "STRATA_") -> list[tuple[str, object, str]]:

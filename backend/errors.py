@@ -57,6 +57,28 @@ def clean_text(text: str) -> str:
     return _SURROGATE_RE.sub("\ufffd", text)
 
 
+def display_name(name: str) -> str:
+    """A file name kept as the user gave it, as valid Unicode: a byte that is not UTF-8 (decoded
+    by the file system as a lone surrogate, U+DC80..U+DCFF) is shown as `\\xNN` and any other lone
+    surrogate as `\\uXXXX`, never replaced by U+FFFD, so two names that differ only in such bytes
+    stay two names. Everything else is kept (log lines escape more: log_name)."""
+    if not _SURROGATE_RE.search(name):
+        return name
+    return _SURROGATE_RE.sub(
+        lambda m: f"\\x{ord(m.group()) - 0xDC00:02x}" if "\udc80" <= m.group() <= "\udcff" else f"\\u{ord(m.group()):04x}", name
+    )
+
+
+# An absolute POSIX path (not a URL's `//host/...`): the server's folders, a venv, an upload's temp file.
+_ABSOLUTE_PATH_RE = re.compile(r"(?<![\w.:/~-])/(?:[^\s'\"/:,;()\[\]<>]+/)+([^\s'\"/:,;()\[\]<>]*)")
+
+
+def without_paths(text: str) -> str:
+    """The text with every absolute path cut to its last part (`.../name.pdf`), for a log line or a
+    message on a shared server: MuPDF names the file it failed to open with its full path."""
+    return _ABSOLUTE_PATH_RE.sub(lambda m: ".../" + m.group(1), text)
+
+
 def log_name(name: str) -> str:
     """A file name as it may appear in a log or progress line: control characters (newline, tab),
     bidirectional overrides (U+202E) and undecodable bytes shown as escapes, so a name can neither

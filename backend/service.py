@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
+import os
 import shutil
 import threading
 import time
@@ -26,8 +27,9 @@ from pathlib import Path
 from pydantic import Field
 
 from backend import heap
-from backend.config import LLMSettings, Settings
-from backend.errors import BadPdfError, ConfigError, EmptyCorpusError, StrataError, WorkspaceError
+from backend.admission import AdmissionGate
+from backend.config import LLMSettings, Settings, cache_folder
+from backend.errors import BadPdfError, ConfigError, EmptyCorpusError, StrataError, WorkspaceError, display_name, without_paths
 from backend.eval.folders import allowed_benchmark, benchmark_workspace, list_benchmarks, unpack_benchmark_zip, uploads_folder
 from backend.eval.gold import BenchQuestion, GoldRef, load_questions, parse_gold, result_hits
 from backend.eval.runner import EvalProgress, EvalReport, MetricRow, export_reports, metric_rows, run_eval
@@ -131,7 +133,7 @@ class Service:
     def encoders(self) -> EncoderSet:
         """The configured encoders: what a new workspace is built with."""
         if self._encoders is None:
-            self._encoders = build_encoders(self.settings.index, onnx_cache=self.settings.workspace_root / "cache" / "onnx")
+            self._encoders = build_encoders(self.settings.index, onnx_cache=cache_folder(self.settings) / "onnx")
         return self._encoders
 
     def encoders_for(self, signature: str | None) -> EncoderSet:
@@ -146,7 +148,7 @@ class Service:
         with self._lock:
             if runtime not in self._other_encoders:
                 index = self.settings.index.model_copy(update={"text_runtime": runtime})
-                self._other_encoders[runtime] = build_encoders(index, onnx_cache=self.settings.workspace_root / "cache" / "onnx")
+                self._other_encoders[runtime] = build_encoders(index, onnx_cache=cache_folder(self.settings) / "onnx")
             return self._other_encoders[runtime]
 
     @property
@@ -192,10 +194,14 @@ class Service:
     def corpus(self, workspace: Path) -> Corpus:
         """The loaded corpus of a workspace, reloaded when its database has changed. A question
         over the sample workspace while it is being prepared waits for it (sessions.sample_wait_s)."""
-        key = Path(workspace).resolve()
-        if not self.sample.ready and key == self.sample_workspace_path():
+        self.wait_for_workspace(workspace)
+        return self._load_corpus(Path(workspace).resolve())
+
+    def wait_for_workspace(self, workspace: Path) -> None:
+        """Return when `workspace` can be read: at once, unless it is the sample workspace while it
+        is being prepared, which is waited for (sessions.sample_wait_s, then SamplePreparingError)."""
+        if not self.sample.ready and Path(workspace).resolve() == self.sample_workspace_path():
             self.sample.wait(self.settings.sessions.sample_wait_s)
-        return self._load_corpus(key)
 
     def _load_corpus(self, key: Path) -> Corpus:
         store = self._store(key)
@@ -288,43 +294,60 @@ class Service:
         except OSError:
             return False
 
-    def ensure_sample_workspace(self) -> Path:
+    def ensure_sample_workspace(self, build_elsewhere: Callable[[Settings, SamplePreparation], None] | None = None) -> Path:
         """The shared, read-only workspace of the sample corpus: reused as it is when it was
         prepared with the same files, parser and encoders (see sample_key), else rebuilt from
-        scratch, one file at a time so `self.sample` can say how far it got."""
+        scratch, one file at a time so `self.sample` can say how far it got. build_elsewhere:
+        builds it outside this process (the app passes backend.sample_build.run_sample_build: a
+        niced child process while it serves); None builds it here (tests, the CLI)."""
         path = self.sample_workspace_path()
         if self.sample_prepared():
-            log.info("reusing the prepared sample workspace %s", path)
+            log.info("reusing the prepared sample workspace %s", path.name)
             self.sample.finish()
             return path
         pdfs = sorted(SAMPLE_DIR.glob("*.pdf"))
         log.info("the sample workspace must be prepared (first start, or its files, parser or encoders changed): "
-                 "%d PDFs into %s, once; later starts reuse it", len(pdfs), path)
+                 "%d PDFs, once%s; later starts reuse it", len(pdfs), " in a separate process" if build_elsewhere else "")
         self.sample.start(len(pdfs))
         try:
-            self._build_sample(path, pdfs)
+            with self._lock:
+                self._corpora.pop(path, None)
+            if build_elsewhere is not None:
+                build_elsewhere(self.settings, self.sample)
+            else:
+                self.build_sample(path, pdfs, self.sample.advance)
         except Exception as exc:
-            self.sample.finish(error=str(exc))
+            self.sample.finish(error=without_paths(str(exc)))
             raise
         self.sample.finish()
         return path
 
-    def _build_sample(self, path: Path, pdfs: list[Path]) -> None:
+    def build_sample(self, path: Path, pdfs: list[Path], advance: Callable[[int], None]) -> None:
+        """Ingest the sample PDFs into `path` from scratch, one at a time (`advance(k)` after the
+        k-th), write its index caches and the marker of what it was built from."""
         started = time.perf_counter()
-        with self._lock:
-            self._corpora.pop(path, None)
         shutil.rmtree(path, ignore_errors=True)
         for i, pdf in enumerate(pdfs):
             report = self.ingest(path, [pdf])
             for f in report.failed:
                 log.error("sample %s failed: %s", f.file_name, f.reason)
-            self.sample.advance(i + 1)
+            advance(i + 1)
             log.info("sample corpus: %d of %d files prepared (%s)", i + 1, len(pdfs), pdf.name)
         self._load_corpus(path)  # writes the index caches now, so later reads never write into the shared sample
         tmp = path / (SAMPLE_MARKER + ".tmp")
         tmp.write_text(self.sample_key(), encoding="utf-8")
         tmp.replace(path / SAMPLE_MARKER)
         log.info("sample workspace prepared in %.1f s", time.perf_counter() - started)
+
+    def admission_gates(self, first_ask_s: float = 1.0, first_ingest_s: float = 10.0) -> tuple[AdmissionGate, AdmissionGate]:
+        """(questions, uploads) gates for the API (backend/admission.py, settings.serving): one question
+        per core (serving.ask_slots), one upload at a time; `first_*_s`: seconds per call before any was measured."""
+        serving = self.settings.serving
+        slots = serving.ask_slots or os.cpu_count() or 1
+        return (
+            AdmissionGate("questions", slots, serving.max_wait_s, first_ask_s),
+            AdmissionGate("uploads", 1, serving.max_wait_s, first_ingest_s),
+        )
 
     def session_manager(self, sample_workspace: Path | None) -> SessionManager:
         """The sessions of one app: they read `sample_workspace` (None = start empty) until their
@@ -499,7 +522,7 @@ class Service:
         path = Path(workspace).resolve()
         sessions = (self.settings.workspace_root / "sessions").resolve()
         if path.parent != sessions:
-            raise WorkspaceError(f"'{path}' is not a session workspace under '{sessions}'; it was not deleted.")
+            raise WorkspaceError(f"'{path.name}' is not a session workspace (a folder under workspace_root/sessions); it was not deleted.")
         with self._lock:
             for key in [k for k in self._corpora if k.is_relative_to(path)]:  # its own and its evaluation workspaces
                 self._corpora.pop(key)
@@ -548,7 +571,7 @@ class Service:
         """Pages and time an ingest of `files` will take, before it starts: each PDF is opened (page
         tree only, nothing is parsed) and checked like the ingest does; seconds per page are those
         this server measured on its recent ingests, else a typical CPU figure."""
-        names = display_names or [Path(f).name for f in files]
+        names = [display_name(n) for n in (display_names or [Path(f).name for f in files])]
         known = {d.sha256: d for d in self.documents(workspace)}
         by_name = {d.file_name: d for d in known.values()}
         out: list[FileEstimate] = []
@@ -574,7 +597,7 @@ class Service:
         # Seconds per page of each kind (text, ruled/table, no text layer) this server measured
         # (backend/ingest/speed.py), else calibrated defaults.
         # x the machine's contention now: a machine shared with other work runs slower.
-        model = SpeedModel(self.settings.workspace_root)
+        model = SpeedModel(cache_folder(self.settings))
         measured = model.measured
         pages = sum(f.pages for f in out if f.status in ("new", "replaces"))
         load = contention()

@@ -8,7 +8,8 @@ by rename). A session's workspace is removed after `idle_minutes` without a call
 session ends, and at shutdown; the number of such workspaces and the bytes of each are capped.
 
 `SamplePreparation` is the progress of the sample workspace being built behind a running app,
-so the Library can say "Preparing the sample corpus: k of 4" and questions wait for it.
+so the Library can say "Preparing the sample corpus: k of 4" and questions wait for it; a first
+write never waits for it (that session's workspace starts without the sample).
 
 This module does not parse, index or answer anything, and it never writes into the sample
 workspace: `workspace_for_write` refuses to hand it out.
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from backend.config import SessionSettings
-from backend.errors import StrataError
+from backend.errors import StrataError, without_paths
 
 log = logging.getLogger(__name__)
 
@@ -222,15 +223,15 @@ class SessionManager:
         """The session's own workspace (made now from the sample on its first write), checked
         against the caps. Never the shared sample workspace. The copy is made outside the
         manager's lock (other sessions keep reading meanwhile), under a lock of this session.
+        A first write while the sample is still being prepared never waits for it: that
+        session's workspace starts empty (its uploads only; starting over later brings the sample).
         A read-only manager refuses: its shared workspace is a library too large to copy."""
         if self.read_only:
             raise SessionLimitError(
-                f"This server serves one library to every session, read-only (STRATA_SERVE_WORKSPACE={self.shared}): "
+                f"This server serves one library to every session, read-only (STRATA_SERVE_WORKSPACE is set): "
                 "uploads and removals are off. Add files with `python -m backend ingest --workspace` on that folder, "
                 "or unset STRATA_SERVE_WORKSPACE to work on a copy of the sample."
             )
-        if self.shared is not None and not self.sample.ready:
-            self.sample.wait(self.settings.sample_wait_s)
         with self._lock:
             key_lock = self._key_locks.setdefault(key, threading.Lock())
         with key_lock:
@@ -251,7 +252,7 @@ class SessionManager:
             own.last_used = self._clock()
             self._check_bytes(own.path, incoming_bytes)
             if self.shared is not None and own.path.resolve() == self.shared:
-                raise StrataError(f"Refused to write into the shared sample workspace '{self.shared}'.")
+                raise StrataError("Refused to write into the shared sample workspace; start over to get a workspace of your own.")
             return own.path
 
     def release(self, key: str) -> None:
@@ -355,14 +356,18 @@ class SessionManager:
     def _create(self, key: str) -> Path:
         path = self.root / "sessions" / key
         try:
-            if self.shared is not None and (self.shared / DB_NAME).exists():
+            if self.shared is not None and self.sample.ready and (self.shared / DB_NAME).exists():
                 copy_workspace(self.shared, path)
             else:
+                if self.shared is not None and not self.sample.ready:
+                    log.info("session %s writes before the sample corpus is prepared: its workspace starts empty", key)
                 path.mkdir(parents=True, exist_ok=True)
         except (OSError, sqlite3.Error) as exc:
             shutil.rmtree(path.with_name(path.name + ".tmp"), ignore_errors=True)
+            log.warning("could not make the workspace of session %s: %s", key, without_paths(str(exc)))
             raise StrataError(
-                f"Could not make this session's own workspace ({exc}); the server's disk may be full. "
+                f"Could not make this session's own workspace ({getattr(exc, 'strerror', None) or 'storage error'}); "
+                "the server's disk may be full. "
                 "Questions about the sample corpus still work; try the upload again later."
             ) from exc
         log.info("session %s got its own workspace (%d in all)", key, len(self._own) + self._pending)

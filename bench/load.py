@@ -10,11 +10,14 @@ user's program would.
 Prints ok/error counts, p50/p95 latency per kind of call, the errors met, the cross-session
 results (must be 0), and how much the workspace root grew on disk: while the clients are
 connected, and after the server stopped (session workspaces are removed at shutdown). Without
---url it starts the real app (bench/startup.py) with its own workspace root, waits until the
-sample is ready, and stops it at the end. Bounded: --deadline seconds for the whole run, after
+--url it starts the real app (bench/startup.py) with its own workspace root (a first start: the
+sample is prepared while the clients run), starts the clients the moment `/` answers (or, with
+--after-ready, once the sample is ready), and stops it at the end. It also reads the CPU time of
+the app's process tree over the run and prints the throughput next to the CPU bound: calls per
+second <= cores / (CPU-seconds per call). Bounded: --deadline seconds for the whole run, after
 which unfinished calls count as errors and the script stops.
 
-Usage: python bench/load.py [--askers 50] [--asks 4] [--uploaders 10] [--ramp-s 0] [--url URL] [--root DIR]
+Usage: python bench/load.py [--askers 50] [--asks 4] [--uploaders 10] [--ramp-s 0] [--after-ready] [--url URL] [--root DIR]
 """
 
 from __future__ import annotations
@@ -60,6 +63,7 @@ class Tally:
     latencies: dict[str, list[float]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     cross_session: list[str] = field(default_factory=list)
+    finished: list[tuple[str, float]] = field(default_factory=list)  # (kind, time.time()) of every call that succeeded
 
     def call(self, kind: str, fn: Callable[[], dict]) -> dict | None:
         started = time.perf_counter()
@@ -71,6 +75,7 @@ class Tally:
             return None
         with self.lock:
             self.latencies.setdefault(kind, []).append(time.perf_counter() - started)
+            self.finished.append((kind, time.time()))
         return out
 
 
@@ -162,6 +167,84 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) of a process and its descendants, those that ended included
+    once their parent reaped them (psutil)."""
+    import psutil
+
+    try:
+        proc = psutil.Process(pid)
+        t = proc.cpu_times()
+        total = t.user + t.system + t.children_user + t.children_system
+        for child in proc.children(recursive=True):
+            try:
+                c = child.cpu_times()
+                total += c.user + c.system
+            except psutil.Error:
+                pass
+        return total
+    except psutil.Error:
+        return 0.0
+
+
+def log_epoch(line: str) -> float | None:
+    """The time.time() of an app log line ('2026-12-02 01:05:52,649 INFO ...', local time)."""
+    try:
+        return time.mktime(time.strptime(line[:19], "%Y-%m-%d %H:%M:%S")) + int(line[20:23]) / 1000
+    except (ValueError, IndexError):
+        return None
+
+
+def after_ready(tally: Tally, ready_at: float | None, bound: float | None) -> None:
+    """Asks served once the sample was ready (before it, they wait for it): the rate the crowd got."""
+    asks = [t for kind, t in tally.finished if kind == "ask" and ready_at is not None and t > ready_at]
+    if not asks:
+        return
+    window = max(asks) - ready_at
+    rate = len(asks) / window if window > 0 else float("nan")
+    note = f" ({rate / bound:.0%} of the CPU bound)" if bound else ""
+    print(f"after the sample was ready: {len(asks)} asks in {window:.0f} s = {rate:.2f} asks/s{note}")
+
+
+def calibrate(url: str, pid: int, asks: int) -> float | None:
+    """CPU-seconds of the app's process tree per question, measured alone: one client asks `asks`
+    questions one after another once the crowd has gone (the serving overhead included)."""
+    if asks <= 0:
+        return None
+    c = client(url)
+    rng = random.Random(11)
+    c.predict(question=QUESTIONS[0], method="hikey", top_k=5, api_name="/ask")  # this client's first call warms it
+    before = tree_cpu_s(pid)
+    for _ in range(asks):
+        c.predict(question=rng.choice(QUESTIONS), method=rng.choice(METHODS), top_k=5, api_name="/ask")
+    return (tree_cpu_s(pid) - before) / asks
+
+
+def cpu_report(tally: Tally, wall_s: float, cpu_s: float, gate_line: str | None, alone_s: float | None) -> None:
+    """Throughput against the CPU bound: with C cores and S CPU-seconds per call, at most C / S calls a
+    second; S from the app's whole process tree, and per question from the API's admission gate (the
+    CPU time of the thread that answered it, its last log line)."""
+    calls = sum(len(v) for v in tally.latencies.values() if v) - len(tally.latencies.get("connect", []))
+    cores = os.cpu_count() or 1
+    if not calls or wall_s <= 0:
+        return
+    per_call = cpu_s / calls
+    bound = cores / per_call if per_call > 0 else float("inf")
+    print(f"\nCPU: the app's process tree used {cpu_s:.0f} CPU-s over {wall_s:.0f} s ({cpu_s / wall_s:.2f} of {cores} cores; "
+          "the sample preparation included when it overlapped)")
+    print(f"throughput {calls / wall_s:.2f} calls/s ({calls} asks and ingests); CPU bound {bound:.2f} calls/s "
+          f"= {cores} cores / {per_call:.2f} CPU-s per call; {calls / wall_s / bound:.0%} of the bound")
+    if gate_line:
+        per_ask = float(gate_line.rsplit(" and ", 1)[-1].split()[0])
+        asks = len(tally.latencies.get("ask", []))
+        print(f"questions alone: {per_ask:.3f} CPU-s each in the answering thread (app log: {gate_line.split(': ', 1)[-1]}); "
+              f"CPU bound {cores / per_ask:.2f} asks/s on {cores} cores; achieved {asks / wall_s:.2f} asks/s over the whole run")
+    if alone_s:
+        asks = len(tally.latencies.get("ask", []))
+        print(f"questions asked alone afterwards: {alone_s:.3f} CPU-s each for the app's whole process tree; CPU bound "
+              f"{cores / alone_s:.2f} asks/s = {cores} cores / {alone_s:.3f}; achieved {asks / wall_s:.2f} asks/s under the crowd")
+
+
 def report(tally: Tally, wall_s: float, disk: dict[str, int]) -> None:
     print("| call | ok | p50 (s) | p95 (s) | max (s) |")
     print("| --- | ---: | ---: | ---: | ---: |")
@@ -190,6 +273,8 @@ def main() -> None:
     ap.add_argument("--workspace-root", type=Path, default=None, help="with --url: that app's workspace root, to measure disk")
     ap.add_argument("--deadline", type=float, default=900.0, help="seconds for the whole client run")
     ap.add_argument("--ramp-s", type=float, default=0.0, help="start the clients over this many seconds (0: all at once)")
+    ap.add_argument("--calibrate", type=int, default=20, help="questions asked alone after the run to measure CPU-s per ask")
+    ap.add_argument("--after-ready", action="store_true", help="start the clients once the sample is ready, not at the first page")
     args = ap.parse_args()
     if args.askers > 200 or args.uploaders > 40:
         ap.error("at most 200 askers and 40 uploaders: this is a loopback bench, not a flood")
@@ -209,15 +294,27 @@ def main() -> None:
         disk["during"] = folder_bytes(ws_root) if ws_root else 0
     else:
         with AppProcess(root, "app-load.log") as app:
-            app.wait_first_page(400)
-            if app.wait_log(READY_LINE, 600) is None:
+            first_page = app.wait_first_page(400)
+            print(f"first page {first_page:.1f} s after start; clients start {'once the sample is ready' if args.after_ready else 'now'}")
+            if args.after_ready and app.wait_log(READY_LINE, 600) is None:
                 raise SystemExit(f"the app did not get ready; see {app.log_path}")
             ws_root = root / "workspaces"
             disk["before"] = folder_bytes(ws_root)
-            started = time.perf_counter()
+            started, cpu_before = time.perf_counter(), tree_cpu_s(app.proc.pid)
             run_clients(app.url, args, root, tally)
+            cpu_s, wall_s = tree_cpu_s(app.proc.pid) - cpu_before, time.perf_counter() - started
             disk["during"] = folder_bytes(ws_root)
+            alone_s = calibrate(app.url, app.proc.pid, args.calibrate)
+            log_text = app.log_path.read_text(encoding="utf-8", errors="replace")
+            ready = [line for line in log_text.splitlines() if READY_LINE in line]
+            print(f"sample: {ready[-1].split(': ', 1)[-1]}" if ready else "the sample was not ready when the clients finished")
+            gate_lines = [line for line in log_text.splitlines() if "questions: " in line and "CPU-s per call" in line]
         disk["after"] = folder_bytes(ws_root)
+        report(tally, wall_s, disk)
+        cpu_report(tally, wall_s, cpu_s, gate_lines[-1] if gate_lines else None, alone_s)
+        after_ready(tally, log_epoch(ready[-1]) if ready else None, (os.cpu_count() or 1) / alone_s if alone_s else None)
+        print(f"load average after: {os.getloadavg()[0]:.2f}")
+        return
     report(tally, time.perf_counter() - started, disk)
     print(f"load average after: {os.getloadavg()[0]:.2f}")
 

@@ -212,3 +212,34 @@ def test_ask_stages_switches_the_stages_and_names_an_unknown_one(workspace_copy)
     assert not [s for s in out["trace"]["steps"] if s["kind"] in ("stage", "profile")]
     bad = run_cli("ask", "--workspace", str(workspace_copy), "--method", "strata", "--stages", "quoted,sprad", question)
     assert bad.returncode != 0 and "'sprad'" in bad.stderr and "spread" in bad.stderr
+
+
+def test_ingest_keeps_names_that_are_not_utf8_and_writes_nothing_in_the_current_folder(tmp_path):
+    """`ingest --workspace W` from another folder: the names keep their bytes (escaped, two names
+    one byte apart stay two documents), the speed record reopens the stored copy, and the ONNX
+    export and the speed record go to the user's cache folder, not the current directory."""
+    import pymupdf
+
+    cwd, inputs, cache_home = tmp_path / "cwd", tmp_path / "in", tmp_path / "xdg-cache"
+    cwd.mkdir()
+    inputs.mkdir()
+    for raw, words in ((b"latin1-\xe9\xff-not-utf8.pdf", "harbour lanterns"), (b"latin1-\xe9\xfe-not-utf8.pdf", "quay cranes")):
+        with pymupdf.open() as pdf:
+            pdf.new_page().insert_text((72, 72), f"A note about the {words} of the port.", fontsize=12)
+            data = pdf.tobytes()  # MuPDF takes names as UTF-8: written by Python under the raw name
+        (Path(os.fsdecode(os.path.join(os.fsencode(inputs), raw)))).write_bytes(data)
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
+               PYTHONPATH=str(REPO_ROOT), XDG_CACHE_HOME=str(cache_home))
+    for key in [k for k in env if k.startswith("STRATA_")]:
+        del env[key]
+    proc = subprocess.run([sys.executable, "-m", "backend", "ingest", "--workspace", str(tmp_path / "ws"), str(inputs)],
+                          cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    files = {f["file_name"]: f["status"] for f in json.loads(proc.stdout)["files"]}
+    assert files == {"latin1-\\xe9\\xfe-not-utf8.pdf": "ingested", "latin1-\\xe9\\xff-not-utf8.pdf": "ingested"}, files
+    assert "ingest speed" not in proc.stderr, proc.stderr
+    assert list(cwd.iterdir()) == [], "nothing is written in the current directory"
+    assert (cache_home / "strata" / "ingest_speed.json").is_file()
+    assert list((cache_home / "strata" / "onnx").glob("*.onnx")), "the ONNX export lives in the cache folder"
+    inspect = run_cli("inspect", "--workspace", str(tmp_path / "ws"))
+    assert {d["file_name"] for d in json.loads(inspect.stdout)} == set(files)

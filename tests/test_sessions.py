@@ -8,6 +8,7 @@ import hashlib
 import os
 import shutil
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -199,15 +200,18 @@ def test_without_a_sample_sessions_start_empty(root_service, tmp_path):
     assert (handle.writable() / "strata.sqlite").exists() is False  # an empty folder until its first ingest
 
 
-def test_writes_wait_for_the_sample_being_prepared_then_say_so(root_service, shared, tmp_path):
+def test_a_write_while_the_sample_is_prepared_never_waits_and_starts_empty(root_service, shared, tmp_path):
     prep = SamplePreparation()
     prep.start(4)
     prep.advance(1)
-    m = SessionManager(SessionSettings(sample_wait_s=0.05), tmp_path / "root", shared, root_service.remove_session_workspace, prep)
-    with pytest.raises(SamplePreparingError, match="Preparing the sample corpus: 1 of 4 files"):
-        m.new_handle().writable()
+    m = SessionManager(SessionSettings(sample_wait_s=30), tmp_path / "root", shared, root_service.remove_session_workspace, prep)
+    started = time.monotonic()
+    early = m.new_handle().writable()
+    assert time.monotonic() - started < 5, "an upload does not wait for the sample"
+    assert early.is_dir() and not (early / "strata.sqlite").exists()  # its own uploads only
     prep.finish()
-    assert m.new_handle().writable().exists()
+    later = m.new_handle().writable()
+    assert (later / "strata.sqlite").exists(), "once the sample is ready a first write copies it"
 
 
 def test_questions_over_the_sample_wait_while_it_is_prepared(root_service, shared):

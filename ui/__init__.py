@@ -14,11 +14,13 @@ import logging
 from pathlib import Path
 
 import gradio as gr
+from starlette.middleware import Middleware
 
 from backend.service import Service, SessionManager
 from ui import ask, graph, library, parse
 from ui import api, compare, evaluate
 from ui import settings as settings_tab
+from ui.config_cache import ConfigCache
 from ui.render import esc
 
 log = logging.getLogger(__name__)
@@ -29,6 +31,9 @@ CSS_PATH = ASSETS / "strata.css"
 FONT = ["system-ui", "-apple-system", "Segoe UI", "Roboto", "Helvetica", "Arial", "sans-serif"]
 QUEUE_CONCURRENCY = 2  # events running at once per concurrency group; 2 cores
 QUEUE_MAX_SIZE = 512  # waiting events; a full queue refuses new ones with a message, so keep it above the expected crowd
+# Worker threads of the server (Gradio's default is 40): API calls wait for their turn in a thread of
+# their own (ui/api.py, up to 64 questions and 16 uploads), and the page's own events still need threads.
+MAX_THREADS = 160
 FONT_MONO = ["ui-monospace", "SFMono-Regular", "Menlo", "Consolas", "monospace"]
 
 
@@ -39,6 +44,8 @@ def launch_options(service: Service) -> dict:
         "css_paths": [CSS_PATH],
         "max_file_size": f"{int(service.settings.ingest.max_file_mb)}mb",
         "footer_links": ["settings"],
+        "max_threads": MAX_THREADS,
+        "app_kwargs": {"middleware": [Middleware(ConfigCache)]},  # one /config answer for all clients (ui/config_cache.py)
     }
 
 
@@ -117,5 +124,10 @@ def configure_queue(demo: gr.Blocks, service: Service) -> None:
     """Queue limits for a small shared server (2 cores, 50 askers and 10 uploaders at once must
     all get answers, later rather than never): two events run at a time by default, since
     questions and renders are CPU-bound and more threads only interleave them; ingests run
-    one at a time (see the ingest concurrency group); the queue holds everyone who waits."""
+    one at a time (see the ingest concurrency group); the queue holds everyone who waits. The
+    Ask tab's questions run at most QUEUE_CONCURRENCY at once whatever limit its events name (the
+    API's questions have their own gate, ui/api.py)."""
+    for fn in demo.fns.values():
+        if fn.concurrency_id == "ask" and (fn.concurrency_limit in (None, "default") or fn.concurrency_limit > QUEUE_CONCURRENCY):
+            fn.concurrency_limit = QUEUE_CONCURRENCY
     demo.queue(default_concurrency_limit=QUEUE_CONCURRENCY, max_size=QUEUE_MAX_SIZE)

@@ -20,13 +20,15 @@ list); empty asks the whole workspace. `stages` names the stages run after the m
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import gradio as gr
 
 from backend.errors import StrataError
-from backend.service import Service
+from backend.service import AdmissionGate, Service
 from backend.types import AskResult, IngestReport
 from ui.common import session_workspace, user_errors, writable_workspace
 from ui.spaces_gpu import gpu_task
@@ -62,9 +64,35 @@ def ingest_payload(report: IngestReport) -> dict:
     }
 
 
+# Events of each endpoint Gradio starts at once: they wait in the admission gates (backend/admission.py),
+# which run one question per core and one ingest at a time in arrival order and refuse at once a call
+# that would wait past STRATA_SERVING__MAX_WAIT_S. Gradio's own queue bounds how many wait, not how long.
+API_ASK_EVENTS = 64
+API_INGEST_EVENTS = 16
+FIRST_ASK_ESTIMATE_S = 1.0  # seconds per question before any was measured
+FIRST_INGEST_ESTIMATE_S = 10.0
+
+
+def gated(gate: AdmissionGate, before: Callable[..., None] | None = None) -> Callable:
+    """A callback that runs inside `gate.admit()` (after `before(*args)`, which may wait without a slot)."""
+
+    def wrap(fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def call(*args, **kwargs):
+            if before is not None:
+                before(*args)
+            with gate.admit():
+                return fn(*args, **kwargs)
+
+        return call
+
+    return wrap
+
+
 def build(service: Service, workspace: gr.State, sample_workspace: Path | None) -> None:
     """Hidden components and the two named endpoints. Call inside the Blocks, before the tabs."""
     max_files = service.settings.max_upload_files
+    ask_gate, ingest_gate = service.admission_gates(FIRST_ASK_ESTIMATE_S, FIRST_INGEST_ESTIMATE_S)
 
     # The API's parameter names are the callbacks' argument names (files, question, method, top_k, docs, stages).
     with gr.Column(visible=False, elem_id="api-endpoints"):
@@ -87,12 +115,19 @@ def build(service: Service, workspace: gr.State, sample_workspace: Path | None) 
         if len(files) > max_files:
             raise StrataError(f"{len(files)} files were sent; at most {max_files} per call.")
         paths = [Path(p) for p in files]
-        ws = writable_workspace(workspace_value, sum(p.stat().st_size for p in paths))
-        report = service.ingest(ws, paths, display_names=[p.name for p in paths])
+        with ingest_gate.admit():  # never waits for the sample: a session that writes first starts without it
+            ws = writable_workspace(workspace_value, sum(p.stat().st_size for p in paths))
+            report = service.ingest(ws, paths, display_names=[p.name for p in paths])
         return ingest_payload(report)
+
+    def sample_ready(*args) -> None:
+        """A question over the sample being prepared waits for it here, before the gate: it holds no slot."""
+        if args and args[-1]:
+            service.wait_for_workspace(session_workspace(args[-1]))
 
     @gpu_task
     @user_errors
+    @gated(ask_gate, before=sample_ready)
     def ask(question: str, method: str, top_k: float | None, docs: str | None, stages: str | None, workspace_value: str):
         """Answer a question over this client's workspace (the sample corpus plus what it ingested), or
         over the documents `docs` names (file names, one per line), through the `stages` asked for
@@ -103,9 +138,8 @@ def build(service: Service, workspace: gr.State, sample_workspace: Path | None) 
                              stages=(stages or "").strip() or None)
         return ask_payload(result)
 
-    # The lowest limit given to a concurrency group is its limit (the Library's ingest and the Ask tab share these):
-    # one ingest at a time (a parse worker and the encoders use both cores), two questions at a time.
+    # Groups of their own: the gates above, not Gradio's queue, decide how many run and who is refused.
     ingest_trigger.click(ingest, inputs=[files_in, workspace], outputs=[reply], api_name="ingest",
-                         concurrency_limit=1, concurrency_id="ingest")
+                         concurrency_limit=API_INGEST_EVENTS, concurrency_id="api-ingest")
     ask_trigger.click(ask, inputs=[question_in, method_in, top_k_in, docs_in, stages_in, workspace], outputs=[reply], api_name="ask",
-                      concurrency_limit=2, concurrency_id="ask")
+                      concurrency_limit=API_ASK_EVENTS, concurrency_id="api-ask")

@@ -154,7 +154,11 @@ def build(service: Service, workspace: gr.State, sample_workspace: Path | None) 
         if len(paths) > max_files:
             raise gr.Error(f"{len(paths)} files were chosen; at most {max_files} can be ingested at once. Upload them in smaller batches.")
         files = [Path(p) for p in paths]
+        # A first upload while the sample is being prepared makes a workspace without it (uploads never wait for it).
+        without_sample = (sample_workspace is not None and not service.sample.ready
+                          and session_workspace(workspace_value).resolve() == service.sample_workspace_path())
         ws = writable_workspace(workspace_value, sum(f.stat().st_size for f in files))
+        without_sample = without_sample and not service.documents(ws)  # the sample may have become ready meanwhile
         names = [p.name for p in files]
         board = ProgressBoard(names)
         events: queue.Queue[ProgressEvent] = queue.Queue()
@@ -182,9 +186,14 @@ def build(service: Service, workspace: gr.State, sample_workspace: Path | None) 
             result = future.result()  # re-raises a failure of the ingest thread here
         docs = service.documents(ws)
         elapsed = time.perf_counter() - started
+        note = (
+            '<div class="st-note">The sample corpus was still being prepared when you uploaded, so this workspace holds '
+            "your files only. Press Start over to get the sample PDFs (your uploads go with it).</div>"
+            if without_sample else ""
+        )
         yield (
             render.render_progress(board.rows, elapsed, False, board.cluster),
-            render.render_report(result),
+            note + render.render_report(result),
             _documents_table(docs),
             _remove_choices(docs),
             None,
@@ -224,7 +233,7 @@ def build(service: Service, workspace: gr.State, sample_workspace: Path | None) 
 
     ingest_event = ingest_button.click(
         ingest, inputs=[files, workspace], outputs=[progress, report, documents, remove_choice, files, graph_counts],
-        concurrency_limit=2, concurrency_id="ingest", show_progress="hidden",  # the progress table is the indicator
+        concurrency_limit=1, concurrency_id="ingest", show_progress="hidden",  # one at a time: a parse worker and the encoders use both cores
         api_visibility="private",  # /ingest (ui/api.py) is the API's ingest
     )
     # The estimate shows as soon as the files are uploaded, before Ingest is pressed (and clears with them).

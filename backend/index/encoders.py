@@ -230,12 +230,7 @@ class OnnxTextEncoder:
                 import onnxruntime as ort
 
                 if not self.file.is_file():
-                    log.info("exporting %s to %s (int8=%s), once", self._path, self.file, self._int8)
-                    try:
-                        _export_onnx(self._path, self.file, self._int8)
-                    except (ImportError, RuntimeError, OSError) as exc:
-                        raise ConfigError(f"Could not export the text encoder to ONNX at {self.file}: {exc}. Install the "
-                                          "'onnx' package (requirements.txt) or build the encoders without a cache folder.") from exc
+                    self._export_once()
                 opts = ort.SessionOptions()
                 opts.intra_op_num_threads = threads
                 opts.inter_op_num_threads = 1
@@ -244,6 +239,27 @@ class OnnxTextEncoder:
                 opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
                 self._sessions[threads] = ort.InferenceSession(str(self.file), opts, providers=["CPUExecutionProvider"])
             return self._sessions[threads]
+
+    def _export_once(self) -> None:
+        """Export the graph unless another process (the app and its sample preparation share the
+        cache folder) did while this one waited for the folder's lock: one export, not two."""
+        self.file.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.file.with_name(self.file.name + ".lock"), "w") as lock:
+            try:
+                import fcntl
+
+                fcntl.flock(lock, fcntl.LOCK_EX)
+            except ImportError:  # not on this OS: two processes may both export (each writes atomically)
+                pass
+            if self.file.is_file():
+                return
+            log.info("exporting the text encoder %s to the cache folder as %s (int8=%s), once", Path(self._path).name,
+                     self.file.name, self._int8)
+            try:
+                _export_onnx(self._path, self.file, self._int8)
+            except (ImportError, RuntimeError, OSError) as exc:
+                raise ConfigError(f"Could not export the text encoder to ONNX ({self.file.name} in the cache folder): {exc}. "
+                                  "Install the 'onnx' package (requirements.txt) or build the encoders without a cache folder.") from exc
 
     @property
     def dim(self) -> int:

@@ -17,7 +17,8 @@ from pathlib import Path
 import pymupdf
 
 from backend.config import IngestSettings
-from backend.errors import BadPdfError, clean_text, library_reason, log_name
+from backend.errors import BadPdfError, clean_text, library_reason, log_name, without_paths
+from backend.errors import display_name as kept_name
 from backend.ingest.components import build_components
 from backend.ingest.extract import PageBounds, PageCoster, PagePlan, RawPage, available_ocr_engine, extract_page, ocr_region, ocr_unusable
 from backend.ingest.hierarchy import assign_sections, build_hierarchy
@@ -71,7 +72,7 @@ def _open_pdf(path: Path) -> pymupdf.Document:
 def open_validated(path: Path, settings: IngestSettings, name: str | None = None) -> pymupdf.Document:
     """Open a PDF or raise BadPdfError with a message that says why it cannot be used. `name` is
     the file as the user named it; messages never carry the server's path."""
-    name = clean_text(name or path.name)
+    name = kept_name(name or path.name)
     if not path.is_file():
         raise BadPdfError(name, "file not found")
     size = path.stat().st_size
@@ -90,13 +91,13 @@ def open_validated(path: Path, settings: IngestSettings, name: str | None = None
     try:
         doc = _open_pdf(path)
     except (RuntimeError, ValueError, OSError, pymupdf.mupdf.FzErrorBase) as exc:
-        log.warning("MuPDF could not open %s: %s", log_name(name), exc)
+        log.warning("MuPDF could not open %s: %s", log_name(name), without_paths(str(exc)))
         raise BadPdfError(name, f"damaged PDF that cannot be opened: {library_reason(exc)}") from None
     try:
         _check_opened(doc, name, tail, settings)
     except (RuntimeError, ValueError, pymupdf.mupdf.FzErrorBase) as exc:  # e.g. a page tree that claims 10^8 pages
         doc.close()
-        log.warning("MuPDF could not count the pages of %s: %s", log_name(name), exc)
+        log.warning("MuPDF could not count the pages of %s: %s", log_name(name), without_paths(str(exc)))
         raise BadPdfError(name, f"damaged PDF that cannot be opened: {library_reason(exc)}") from None
     return doc
 
@@ -178,7 +179,7 @@ def _page_reader(name: str, settings: IngestSettings, bounds: PageBounds, ocr_en
                 ocr_engine=ocr_engine, ocr_language=settings.ocr_language, ocr_dpi=settings.ocr_dpi, plan=plan, bounds=bounds,
             )
         except (RuntimeError, ValueError, pymupdf.mupdf.FzErrorBase) as exc:
-            log.warning("page %d of %s: %s", i + 1, log_name(name), exc)
+            log.warning("page %d of %s: %s", i + 1, log_name(name), without_paths(str(exc)))
             return _PageRead(None, [f"page {i + 1} could not be read and was skipped: {library_reason(exc)}"])
         return _PageRead(raw, page_warnings, plan.degraded, plan.reasons)
 
@@ -284,7 +285,20 @@ def _doc_card(title: str, sections, toc_entries: list[str]) -> str:
     return "\n".join(card)[:CARD_MAX_CHARS]
 
 
-def _document(pdf: pymupdf.Document, path: Path, name: str, sha: str, doc_id: str, hier, sections, nodes, warnings: list[str]) -> Document:
+def page_sizes(raw_pages: list[RawPage], n_pages: int) -> list[tuple[float, float]]:
+    """(width, height) of every page, from the pages extraction read: a page MuPDF could not load
+    (a damaged page tree: its warning names it) takes the size of the readable page before it,
+    or after it for leading pages, so the file keeps the pages that load without loading any again."""
+    read = {p.number: (round(p.width, 2), round(p.height, 2)) for p in raw_pages}
+    first = read[min(read)] if read else (612.0, 792.0)
+    sizes: list[tuple[float, float]] = []
+    for number in range(1, n_pages + 1):
+        sizes.append(read.get(number, sizes[-1] if sizes else first))
+    return sizes
+
+
+def _document(pdf: pymupdf.Document, path: Path, name: str, sha: str, doc_id: str, hier, sections, nodes, warnings: list[str],
+              raw_pages: list[RawPage]) -> Document:
     """The Document record: card and summary written into it and into the document node."""
     body = [n.text for n in nodes if n.kind == NodeKind.PARAGRAPH and n.role == "paragraph" and n.page <= 2]
     card = _doc_card(hier.title, sections, hier.toc_entries)
@@ -294,7 +308,7 @@ def _document(pdf: pymupdf.Document, path: Path, name: str, sha: str, doc_id: st
     document = Document(
         id=doc_id, file_name=name, title=clean_text(hier.title), pages=pdf.page_count, sha256=sha, bytes=path.stat().st_size,
         card=card, summary=" ".join(body)[:600], hierarchy_source=hier.source, parser_version=PARSER_VERSION,
-        page_sizes=[(round(pdf[i].rect.width, 2), round(pdf[i].rect.height, 2)) for i in range(pdf.page_count)],
+        page_sizes=page_sizes(raw_pages, pdf.page_count),
         warnings=warnings,
     )
     if not any(n.layer == Layer.COMPONENT for n in nodes):
@@ -315,7 +329,7 @@ def parse_pdf(
     file as the user named it (messages and the document's name); memory_mb: the memory share of
     the process (settings.parse_memory_mb when None), which sizes the per-page bounds; tell_processes(n):
     how many processes read the pages (page_processes); page_reads: every page, read by read_page_range."""
-    name = clean_text(display_name or path.name)
+    name = kept_name(display_name or path.name)
     report = progress or (lambda stage, done, total: None)
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -371,7 +385,7 @@ def parse_pdf(
         timings["links"] = time.perf_counter() - t
         report("links", n_pages, n_pages)
 
-        document = _document(pdf, path, name, sha, doc_id, hier, sections, built.nodes, warnings)
+        document = _document(pdf, path, name, sha, doc_id, hier, sections, built.nodes, warnings, raw_pages)
         if ocr_engine and any(p.ocr_engine for p in raw_pages):
             document.warnings.append(f"{sum(1 for p in raw_pages if p.ocr_engine)} page(s) read with OCR ({ocr_engine})")
         if ocr_engine and (broken := ocr_unusable()) is not None:

@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pymupdf
 
-from backend.config import Settings
-from backend.errors import BadPdfError, clean_text, log_name
+from backend.config import Settings, cache_folder
+from backend.errors import BadPdfError, display_name, log_name
 from backend.graph.entities import entity_index_text, extract_document_entities
 from backend.graph.store import WorkspaceStore
 from backend.index.encoders import EncoderSet
@@ -163,9 +163,9 @@ class Ingestor:
         self._store_checked = False
         self._load = contention()  # before this batch's own processes count in the load average
         reports: list[FileReport] = []
-        # Names as the user gave them, made valid Unicode (a non-UTF-8 name would break JSON);
-        # log lines escape them further (log_name).
-        names = [clean_text(n) for n in (display_names or [Path(f).name for f in files])]
+        # Names as the user gave them, bytes that are not UTF-8 shown escaped (display_name), never
+        # replaced; log lines escape them further (log_name). Files are opened by path, never by name.
+        names = [display_name(n) for n in (display_names or [Path(f).name for f in files])]
         with ParseWorker(self._settings.ingest) as process, PrefetchingParser(process) as worker:
             for i, (path, name) in enumerate(zip(files, names)):
                 t0 = time.perf_counter()
@@ -218,10 +218,11 @@ class Ingestor:
             log.warning("%s failed: %s", log_name(name), exc.reason)
             return FileReport(file_name=name, status="failed", reason=exc.reason)
         except OSError as exc:
-            log.warning("%s could not be read or stored: %s", log_name(name), exc)
+            log.warning("%s could not be read or stored: %s", log_name(name), exc.strerror or "input/output error")
             return FileReport(file_name=name, status="failed", reason=f"could not read or store the file ({exc.strerror or 'input/output error'})")
         except ValueError:  # a parsed document the encoders or the store refused (pydantic's errors are ValueErrors)
-            log.exception("%s could not be indexed", log_name(name))
+            log.warning("%s was parsed but could not be indexed", log_name(name))
+            log.debug("%s could not be indexed", log_name(name), exc_info=True)
             return FileReport(file_name=name, status="failed", reason="the file was parsed but could not be indexed; the server log has the details")
 
     def _ingest_one(
@@ -258,22 +259,23 @@ class Ingestor:
         replaced = store.add_document(parsed, path, embeddings, image_embeddings, entity_extractor=entity_extractor)
         self.timings["index write"] += time.perf_counter() - t
         emit(ProgressEvent(stage="store", doc=name, done=1, total=1))
-        self._record_speed(path, time.perf_counter() - started)
+        self._record_speed(store.pdf_path(parsed.document.id), name, time.perf_counter() - started)
         doc = parsed.document
         return FileReport(
             file_name=name, status="replaced" if replaced is not None else "ingested", doc_id=doc.id, title=doc.title,
             pages=doc.pages, counts=_counts(parsed), warnings=doc.warnings,
         )
 
-    def _record_speed(self, path: Path, seconds: float) -> None:
+    def _record_speed(self, stored: Path, name: str, seconds: float) -> None:
         """Add this file's pages (by kind) and seconds to the server's measured speed (speed.py),
-        which the Library's estimate before an ingest reads. A failure only loses the measurement."""
+        which the Library's estimate before an ingest reads; `stored` is the workspace's copy of
+        the file (a plain name MuPDF opens), `name` the user's. A failure only loses the measurement."""
         try:
-            with pymupdf.open(path) as pdf:
+            with pymupdf.open(stored, filetype="pdf") as pdf:
                 mix = page_mix(pdf)
-            SpeedModel(self._settings.workspace_root).record(mix, seconds, self._load)
+            SpeedModel(cache_folder(self._settings)).record(mix, seconds, self._load)
         except (OSError, RuntimeError, ValueError) as exc:
-            log.warning("could not record the ingest speed of %s: %s", path.name, exc)
+            log.warning("could not record the ingest speed of %s: %s", log_name(name), exc)
 
     def encode_document(
         self, parsed: ParsedDocument, name: str, progress: ProgressSink | None = None

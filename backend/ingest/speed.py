@@ -3,8 +3,8 @@
 A page costs what drives its work: a plain text page (parse + encode), a page with ruled lines
 (find_tables, the slowest parse step, and many rows to encode) or a page without a text layer
 (OCR). `page_mix` sorts a PDF's pages into those three kinds from a sample of its pages (cheap:
-no parse). Every ingested file adds (its mix, its seconds) to a small JSON file in the workspace
-root; `SpeedModel.rates` fits seconds per page of each kind to those measurements (least squares
+no parse). Every ingested file adds (its mix, its seconds) to a small JSON file in the cache
+folder (Settings.cache_dir, config.cache_folder: one per server, never the current directory); `SpeedModel.rates` fits seconds per page of each kind to those measurements (least squares
 pulled towards the defaults, scaled by how much slower or faster this server is than them, so a
 kind never measured still follows the server's speed). Before any measurement the defaults hold:
 idle rates from bench/ingest_speed.py on the 2-core reference machine (bench/RESULTS.md#defaults).
@@ -116,7 +116,7 @@ def page_mix(pdf: pymupdf.Document, sample: int = SAMPLE_PAGES) -> PageMix:
 
 
 class SpeedModel:
-    """Seconds per page of each kind on this server, kept in `root`/ingest_speed.json."""
+    """Seconds per page of each kind on this server, kept in `root`/ingest_speed.json (root: the cache folder)."""
 
     def __init__(self, root: Path) -> None:
         self.path = Path(root) / FILE_NAME
@@ -129,7 +129,8 @@ class SpeedModel:
         except FileNotFoundError:
             pass
         except (ValueError, TypeError, IndexError, AttributeError) as exc:
-            log.warning("ignoring the unreadable ingest speed file %s (%s); estimates start from the defaults", self.path, exc)
+            log.warning("ignoring the unreadable ingest speed file %s in the cache folder (%s); estimates start from the defaults",
+                        FILE_NAME, exc)
 
     @property
     def measured(self) -> bool:

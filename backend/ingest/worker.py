@@ -28,6 +28,7 @@ from pathlib import Path
 from backend import heap
 from backend.config import IngestSettings
 from backend.errors import BadPdfError, clean_text, library_reason, log_name
+from backend.logs import configure_logging
 from backend.types import ParsedDocument
 
 log = logging.getLogger(__name__)
@@ -176,14 +177,18 @@ def _parse_one(request: str, settings: IngestSettings, memory_mb: int) -> None:
     except MemoryError:
         _send(["error", _memory_reason(memory_mb, settings), "memory"])
     except Exception as exc:  # noqa: BLE001 - any parser failure is this file's failure, reported as data
-        log.warning("parsing %s failed", log_name(display_name), exc_info=True)
+        reason = f"the parser could not read it: {library_reason(exc)}"
+        # One line for a refused file; the traceback (server source paths) only for who asks for DEBUG.
+        log.warning("parsing %s failed: %s", log_name(display_name), reason)
+        log.debug("parsing %s failed", log_name(display_name), exc_info=True)
         _send(["recycle"])  # whatever state the library was left in stays with this process
-        _send(["error", f"the parser could not read it: {library_reason(exc)}"])
+        _send(["error", reason])
 
 
 def worker_main() -> None:
     """Entry point of the worker process: one JSON request per stdin line, JSON replies on stdout."""
     _own_stdout()
+    configure_logging(os.environ.get("STRATA_PARSE_LOG_LEVEL", "WARNING"))  # to stderr, as the parent's, paths scrubbed
     settings = IngestSettings.model_validate_json(os.environ["STRATA_PARSE_SETTINGS"])
     memory_mb = int(os.environ.get("STRATA_PARSE_MEMORY_LIMIT_MB", settings.parse_memory_mb))
     if not settings.table_layout_model and "pymupdf" not in sys.modules:
@@ -270,6 +275,7 @@ class ParseWorker:
         env.update(
             STRATA_PARSE_SETTINGS=self._settings.model_dump_json(),
             STRATA_PARSE_MEMORY_LIMIT_MB=str(share_mb),
+            STRATA_PARSE_LOG_LEVEL=logging.getLevelName(logging.getLogger().getEffectiveLevel()),
             PYMUPDF_SUGGEST_LAYOUT_ANALYZER="0",  # the worker leaves pymupdf-layout out on purpose
             OMP_THREAD_LIMIT="1",  # tesseract: fast single-threaded
             MALLOC_ARENA_MAX="2",  # glibc reserves 64 MiB of address space per thread arena otherwise

@@ -14,6 +14,7 @@ import pymupdf
 import pytest
 from PIL import Image
 
+from backend.config import cache_folder
 from backend.errors import StrataError
 from backend.graph import export
 from backend.graph.corpus import Corpus
@@ -218,7 +219,7 @@ def test_estimate_uses_the_rate_measured_by_ingests(strata_settings, tmp_path, m
             pdf.new_page()
         pdf.save(pdf_path)
     assert not svc.estimate_ingest(tmp_path / "ws", [pdf_path]).measured
-    SpeedModel(settings.workspace_root).record(PageMix(text=10), 5.0)  # what an ingest of 10 text pages in 5 s records
+    SpeedModel(cache_folder(settings)).record(PageMix(text=10), 5.0)  # what an ingest of 10 text pages in 5 s records
     est = svc.estimate_ingest(tmp_path / "ws", [pdf_path])
     assert est.measured and est.seconds_per_page == 0.5 and est.seconds == 2.0
     assert not any("busy" in w for w in est.warnings)

@@ -28,7 +28,7 @@ from backend.config import Settings
 from backend.graph.store import WorkspaceStore
 from backend.service import Service
 from backend.types import EDGE_JSON, NODE_JSON, SECTION_JSON
-from bench import hostile
+from tests.fixtures import hostile_pdfs as hostile
 
 ray = pytest.importorskip("ray")
 from ray.cluster_utils import Cluster  # noqa: E402

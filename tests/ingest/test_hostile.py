@@ -54,7 +54,7 @@ def test_hostile_names_are_ingested_and_escaped_in_log_lines(service, tmp_path, 
     report.model_dump_json()  # a non-UTF-8 name must not break serialisation
     statuses = [f.status for f in report.files]
     assert statuses == ["ingested"] * len(files) + ["failed"], report
-    assert report.files[0].file_name == "caf\ufffd r\ufffdsum\ufffd.pdf"
+    assert report.files[0].file_name == "caf\\xe9 r\\xe9sum\\xe9.pdf"  # kept, the bytes that are not UTF-8 escaped
     lines = [r.getMessage() for r in caplog.records if "failed" in r.getMessage()]
     assert lines and all("\n" not in line and "\u202e" not in line for line in lines), lines
     assert any("bad\\n\\u202ename.pdf" in line for line in lines), lines

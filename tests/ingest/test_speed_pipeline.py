@@ -11,7 +11,7 @@ import numpy as np
 import pymupdf
 import pytest
 
-from backend.config import IngestSettings, Settings
+from backend.config import IngestSettings, Settings, cache_folder
 from backend.graph.store import WorkspaceStore
 from backend.index.encoders import EncoderSet, WordLlamaEncoder
 from backend.ingest import pipeline
@@ -110,7 +110,7 @@ def test_the_next_file_is_parsed_while_this_one_is_encoded(tmp_path, fast_encode
     assert threads["policy_brief.pdf"] == "MainThread"  # the first file has nothing to overlap with
     assert threads["data_annex.pdf"].startswith("strata-parse-ahead")  # parsed during policy_brief's encode
     assert threads["broken.pdf"].startswith("strata-parse-ahead")  # its failure still reaches its own report
-    model = SpeedModel(settings.workspace_root)
+    model = SpeedModel(cache_folder(settings))
     assert model.measured  # the Library's estimate now follows this server
 
 
