@@ -172,7 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--doc", action="append", default=None, metavar="FILE_NAME",
                     help="ask only this document (its file name, as `inspect` lists it); repeat for several")
     sp.add_argument("--scoped", action="store_true",
-                    help="with --questions: ask each question of the documents its meta.doc_scope names (TAT-QA, MMLongBench)")
+                    help="with --questions: ask each question of the documents its meta.doc_scope names")
     sp.add_argument("--stages", default=None, metavar="default|none|NAME[,NAME...]",
                     help="stages run after the method (README \"Stages\"): default, none (the method as its paper "
                          "describes it) or stage names; default: STRATA_RETRIEVAL__STAGES")

@@ -205,9 +205,9 @@ def worker_main() -> None:
 
 def _release() -> None:
     """Hand back what a parse left behind: MuPDF's resource store (decoded images and fonts of
-    files already closed) and glibc's free heap. Without it the worker's idle memory grew from
-    142 to 436 MiB over the 30 dev-mmlongbench files, until a valid file late in a batch was
-    stopped for memory (the share is what the parent leaves, ~720 MiB beside a 1.3 GiB parent)."""
+    files already closed) and glibc's free heap. Without it the worker's idle memory grows file by
+    file over a batch of long PDFs, until a valid file late in the batch is stopped for memory
+    (bench/RESULTS.md#reliability)."""
     import gc
 
     import pymupdf
@@ -341,10 +341,9 @@ class ParseWorker:
         """Whether the worker (with its children) is past its share, or the whole tree is past
         the budget with the worker holding more than the parent now leaves it (never less than
         MIN_WORKER_MB). The parent's own growth during a long batch is not the file's doing: a
-        parent near the budget by itself does not fail files whose parse stays small (a 41-slide
-        OCR deck at 260 MiB was stopped after 22 files of dev-mmlongbench under the old rule,
-        which stopped any worker past 256 MiB once the tree was over); its next worker starts
-        with the smaller share the parent leaves."""
+        parent near the budget by itself does not fail files whose parse stays small (an OCR deck
+        of a few hundred MiB late in a batch of long files); its next worker starts with the
+        smaller share the parent leaves."""
         tree = _rss_bytes(os.getpid())
         worker = self._worker_rss()
         self.peak_tree_rss = max(self.peak_tree_rss, tree)
