@@ -40,7 +40,7 @@ from backend.errors import BadPdfError, ConfigError, clean_text, log_name
 from backend.graph.store import WorkspaceStore
 from backend.index.image import ImageEncoder, encode_figures
 from backend.ingest.bounded import ParseJob, run_job
-from backend.ingest.parser import PARSER_VERSION, file_sha256, open_validated
+from backend.ingest.parser import open_validated
 from backend.types import ClusterTasks, FileReport, IngestReport, ParsedDocument, ProgressEvent
 
 log = logging.getLogger(__name__)
@@ -335,14 +335,11 @@ class ClusterIngestor:
         """The checks the local path makes before a parse, here before any task: a missing file,
         an unchanged one (sha256 and parser version), one that is not a PDF or over the limits."""
         try:
-            if not path.is_file():
-                raise BadPdfError(name, "file not found")
-            sha = file_sha256(path)
-            existing = store.document_by_sha(sha)
-            if existing is not None and existing.parser_version == PARSER_VERSION:
-                note = None if existing.file_name == name else f"the same file is already in the workspace as {existing.file_name}"
-                return FileReport(file_name=name, status="unchanged", doc_id=existing.id, title=existing.title,
-                                  pages=existing.pages, reason=note)
+            from backend.ingest.pipeline import unchanged_report
+
+            sha, unchanged = unchanged_report(store, path, name)
+            if unchanged is not None:
+                return unchanged
             with open_validated(path, self._settings.ingest, name) as pdf:
                 pages = pdf.page_count
         except BadPdfError as exc:

@@ -134,6 +134,21 @@ class PrefetchingParser:
         self._pool.shutdown(wait=True)
 
 
+def unchanged_report(store: WorkspaceStore, path: Path, name: str) -> tuple[str, FileReport | None]:
+    """The file's sha256 and, when the workspace already holds that file under this parser, its
+    "unchanged" report (None otherwise); a BadPdfError when the file is missing. The local and the
+    cluster path make this check before any parse."""
+    if not path.is_file():
+        raise BadPdfError(name, "file not found")
+    sha = file_sha256(path)
+    existing = store.document_by_sha(sha)
+    if existing is None or existing.parser_version != PARSER_VERSION:
+        return sha, None
+    note = None if existing.file_name == name else f"the same file is already in the workspace as {existing.file_name}"
+    return sha, FileReport(file_name=name, status="unchanged", doc_id=existing.id, title=existing.title,
+                           pages=existing.pages, reason=note)
+
+
 class Ingestor:
     def __init__(
         self, settings: Settings, encoders: EncoderSet | Callable[[], EncoderSet],
@@ -229,15 +244,9 @@ class Ingestor:
         self, store: WorkspaceStore, worker: PrefetchingParser, path: Path, name: str, emit: ProgressSink,
         after_parse: Callable[[], None] = lambda: None,
     ) -> FileReport:
-        if not path.is_file():
-            raise BadPdfError(name, "file not found")
-        sha = file_sha256(path)
-        existing = store.document_by_sha(sha)
-        if existing is not None and existing.parser_version == PARSER_VERSION:
-            note = None if existing.file_name == name else f"the same file is already in the workspace as {existing.file_name}"
-            return FileReport(
-                file_name=name, status="unchanged", doc_id=existing.id, title=existing.title, pages=existing.pages, reason=note
-            )
+        _sha, unchanged = unchanged_report(store, path, name)
+        if unchanged is not None:
+            return unchanged
 
         started = time.perf_counter()
         t = started
