@@ -16,9 +16,7 @@ lower-case word are left out: they would match everywhere. Nothing here is tuned
 
 from __future__ import annotations
 
-import difflib
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from backend.index.texts import strip_qualifier  # "Kiss and Tell (1945 film)" is written "Kiss and Tell"
@@ -27,8 +25,6 @@ WORD = re.compile(r"\w+", re.UNICODE)
 ARTICLE = re.compile(r"^the\s+", re.I)
 MAX_TITLE_WORDS = 8  # longer titles (a paper's full title) are not written out in running text
 MIN_SINGLE_WORD_CHARS = 5  # a one-word title ("Paris", "Nokia") must be at least this long
-MIN_TYPO_CHARS = 3  # a mistyped word and its title's word are at least this long ("Hal" for "Hall")
-TYPO_SIMILARITY = 0.8  # difflib ratio of the two: "hree"/"three" 0.89, "Quada"/"Qaeda" 0.8, "Boys"/"Girls" 0.44
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,67 +122,3 @@ def title_index(corpus) -> TitleIndex:
 
 def _corpus_title_index(corpus) -> TitleIndex:
     return build_title_index({doc_id: doc.title for doc_id, doc in corpus.documents.items()})
-
-
-@dataclass(frozen=True, slots=True)
-class NearTitles:
-    """The corpus's titles of two words or more, by (word count, first word) and (word count, last
-    word): a run of a question that is a title but for one mistyped word shares one of the two."""
-
-    by_end: dict[tuple[int, str], tuple[tuple[str, ...], ...]]
-    titles: TitleIndex
-    written: dict[tuple[str, ...], str]  # a form -> the title it comes from, as the corpus writes it
-
-    def corrections(self, text: str, known: Callable[[str], bool]) -> list[tuple[str, str]]:
-        """(written word, the title's word) for each run of `text` that is a title of the corpus
-        but for one word, where that word is one the corpus never writes (`known(word)` is false)
-        and is spelt like the title's word (difflib ratio >= TYPO_SIMILARITY, letters only). A question
-        writes "hree Men on a Horse", "The Livesey Hal War Memorial", "Son of al Quada": questions
-        are typed by people. Numbers are never corrected ("1985" is no typo of "1984"),
-        a run that names a title as written is left alone, and longer runs are read first."""
-        raw = WORD.findall(text)
-        low = [w.lower() for w in raw]
-        taken = [False] * len(low)
-        fixes: list[tuple[str, str]] = []
-        for n in range(min(self.titles.longest, len(low)), 1, -1):
-            for i in range(len(low) - n + 1):
-                run = tuple(low[i:i + n])
-                if any(taken[i:i + n]) or run in self.titles.by_words:
-                    continue
-                for form in dict.fromkeys(self.by_end.get((n, run[0]), ()) + self.by_end.get((n, run[-1]), ())):
-                    differ = [j for j in range(n) if form[j] != run[j]]
-                    if len(differ) == 1 and _mistyped(run[differ[0]], form[differ[0]], known):
-                        fixes.append((raw[i + differ[0]], self._as_titled(form, differ[0])))
-                        taken[i:i + n] = [True] * n
-                        break
-        return fixes
-
-    def _as_titled(self, form: tuple[str, ...], j: int) -> str:
-        """The title's j-th word as the title writes it ("Three", not "three")."""
-        return next((w for w in WORD.findall(self.written.get(form, "")) if w.lower() == form[j]), form[j])
-
-
-def _mistyped(written: str, titled: str, known: Callable[[str], bool]) -> bool:
-    return (written.isalpha() and titled.isalpha() and min(len(written), len(titled)) >= MIN_TYPO_CHARS
-            and not known(written) and difflib.SequenceMatcher(None, written, titled).ratio() >= TYPO_SIMILARITY)
-
-
-def near_titles(corpus) -> NearTitles:
-    """The corpus's near-title index, built once per loaded corpus (only when a question asks)."""
-    return corpus.derived(_corpus_near_titles)
-
-
-def _corpus_near_titles(corpus) -> NearTitles:
-    return build_near_titles(title_index(corpus), {doc_id: doc.title for doc_id, doc in corpus.documents.items()})
-
-
-def build_near_titles(index: TitleIndex, titles: dict[str, str]) -> NearTitles:
-    """The near-title index over a title index and its {document id: title}."""
-    by_end: dict[tuple[int, str], list[tuple[str, ...]]] = {}
-    written: dict[tuple[str, ...], str] = {}
-    for form, docs in index.by_words.items():
-        if len(form) >= 2:
-            by_end.setdefault((len(form), form[0]), []).append(form)
-            by_end.setdefault((len(form), form[-1]), []).append(form)
-            written[form] = titles.get(docs[0], "")
-    return NearTitles({k: tuple(v) for k, v in by_end.items()}, index, written)

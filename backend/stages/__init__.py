@@ -7,11 +7,11 @@ run after the methods whose `follows_references` flag is set: hikey, lilac, fif,
 strata; none after bm25, dense and hybrid, the flat floors), "none" (each method as its paper
 describes it, under the plain profile) or a comma-separated list of names (those, after any method).
 
-Two stages act on the question before the method ranks (spelling, line_items); the rest reorder
+One stage acts on the question before the method ranks (line_items); the rest reorder
 the method's ranking, as deep as it ranked (QueryPipeline.rank_depth). `scope` is the user's filter
 to the documents they chose: it is not switchable and runs whenever documents are chosen, last.
 
-Not here: what each stage reads (one module each: spelling, measures, novelty, rows, quoted,
+Not here: what each stage reads (one module each: measures, novelty, rows, quoted,
 spread, names, references, scope), the corpus profiles (profile.py).
 """
 
@@ -29,7 +29,6 @@ from backend.stages.quoted import quoted_page_first
 from backend.stages.references import place_references
 from backend.stages.rows import named_rows_first
 from backend.stages.scope import SCOPE_WIDEN, within_scope
-from backend.stages.spelling import spelt_as_titles
 from backend.stages.spread import spread_over_pages
 from backend.types import ScoredNode, StageInfo
 
@@ -37,22 +36,6 @@ __all__ = ["SCOPE_WIDEN", "STAGES", "SCOPE", "Stage", "StageContext", "is_none",
            "stage_infos", "stages_label"]
 
 EVERY_CORPUS = "every corpus"
-
-
-class Spelling:
-    name: ClassVar[str] = "spelling"
-    description: ClassVar[str] = "A title the question mistypes is read as the corpus writes it."
-    acts_on: ClassVar[str] = EVERY_CORPUS + " (corpora whose documents have titles)"
-    kinds: ClassVar[tuple[str, ...]] = ()
-    before_retrieval: ClassVar[bool] = True
-
-    def apply(self, context: StageContext, hits: list[ScoredNode]) -> list[ScoredNode]:
-        asked = context.question
-        context.question = spelt_as_titles(context.corpus, asked, context.trace)
-        context.searched = context.question
-        if context.question != asked:
-            context.note = f'Read "{asked}" as "{context.question}".'
-        return hits
 
 
 class LineItems:
@@ -149,7 +132,7 @@ class Scope:
                             context.top_k, context.trace, template=context.profile.has("template"))
 
 
-STAGES: tuple[Stage, ...] = (Spelling(), LineItems(), Novelty(), NamedRows(), Quoted(), Spread(), NamedDocuments(),
+STAGES: tuple[Stage, ...] = (LineItems(), Novelty(), NamedRows(), Quoted(), Spread(), NamedDocuments(),
                              References())
 SCOPE: Stage = Scope()
 DEFAULT, NONE = "default", "none"

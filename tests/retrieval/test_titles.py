@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from backend.retrieval.titles import build_near_titles, build_title_index
-from tests.fakes import build_corpus, pipeline_for
+from backend.retrieval.titles import build_title_index
 
 TITLES = {
     "marion": "Marion, South Australia",
@@ -78,53 +77,6 @@ def test_a_title_that_opens_with_the_is_named_with_a_lower_case_article():
     assert index.mentioned("He toured with the Beatles and wrote for the Young Ones.") == ["beatles", "ones"]
     assert index.mentioned("The Beatles split in 1970.") == ["beatles"]
     assert index.mentioned("Who wrote it?") == [], "a one-word rest shorter than a title may be stays out"
-
-
-NEAR = {"horse": "Three Men on a Horse", "qaeda": "Son of al Qaeda", "livesey": "Livesey Hall War Memorial",
-        "vols": "1984 Tennessee Volunteers football team", "boys": "What Are Little Boys Made Of?"}
-# The words the corpus's units write (the typos are not among them; "quada" is, in the last case).
-WRITTEN = {"three", "men", "horse", "play", "son", "qaeda", "livesey", "hall", "war", "memorial", "tennessee", "volunteers",
-           "football", "team", "little", "girls", "boys", "made", "settlement", "character"}
-
-
-def test_a_title_mistyped_in_one_word_no_unit_writes_is_read_as_the_title():
-    near = build_near_titles(build_title_index(NEAR), NEAR)
-    known = WRITTEN.__contains__
-    assert near.corrections("hree Men on a Horse is a play by a playwright born in which year?", lambda w: known(w.lower())) \
-        == [("hree", "Three")], "the title's own spelling, capital included"
-    assert near.corrections("the character from the Son of al Quada", lambda w: known(w.lower())) == [("Quada", "Qaeda")]
-    assert near.corrections("The Livesey Hal War Memorial commemorates", lambda w: known(w.lower())) == [("Hal", "Hall")]
-
-
-def test_numbers_other_words_written_words_and_exact_titles_are_left_alone():
-    near = build_near_titles(build_title_index(NEAR), NEAR)
-    known = lambda w: w.lower() in WRITTEN  # noqa: E731
-    assert near.corrections("The 1985 Tennessee Volunteers football team played", known) == [], "a number is no typo"
-    assert near.corrections("the episode What Are Little Girls Made Of?", known) == [], "Girls is no typo of Boys"
-    assert near.corrections("the Son of al Quada", lambda w: True) == [], "a word the corpus writes is taken as meant"
-    assert near.corrections("Three Men on a Horse is a play", known) == []
-    assert near.corrections("Men on a Horse", known) == [], "a run shorter than the title is not corrected"
-
-
-PLAYS = {
-    "Three_Men_on_a_Horse.pdf": ["Three Men on a Horse is a play by George Abbott and John Cecil Holm."],
-    "George_Abbott.pdf": ["George Abbott was an American theater producer and director born in 1887."],
-    "Horse_Racing.pdf": ["Horse racing is an equestrian performance sport. Men bet on a horse at the track."],
-    "A_Play_in_Three_Acts.pdf": ["A play in three acts about men who bet on a horse, staged in Chicago."],
-}
-
-
-def test_a_structure_aware_method_reads_the_title_meant_and_the_trace_says_so(service):
-    """Through the query pipeline: strata hears "Three Men on a Horse" and names the page first;
-    hybrid, a floor, keeps the question's words as typed."""
-    corpus = build_corpus(service, PLAYS)
-    pipeline = pipeline_for(service, corpus)
-    question = "hree Men on a Horse is a play by a playwright born in which year?"
-    hits, trace = pipeline.retrieve(service.retriever("strata", corpus, pipeline.llm), "strata", question, 5, {})
-    assert any(n.startswith('Read "hree" as "Three"') for n in trace.notes), trace.notes
-    assert corpus.documents[corpus.nodes[hits[0].node_id].doc].file_name == "Three_Men_on_a_Horse.pdf"
-    _, flat = pipeline.retrieve(service.retriever("hybrid", corpus, pipeline.llm), "hybrid", question, 5, {})
-    assert not any(n.startswith("Read ") for n in flat.notes)
 
 
 def test_an_ampersand_in_a_title_is_named_with_and_too():

@@ -10,12 +10,12 @@ from backend.stages import STAGES, is_none, select_stages, stage_infos, stages_l
 from backend.stages.base import moved_units
 from backend.stages.profile import KIND_OVERRIDES, PLAIN, named_profile, profile_of_kinds
 
-ORDER = ["spelling", "line_items", "novelty", "named_rows", "quoted", "spread", "named_documents", "references"]
+ORDER = ["line_items", "novelty", "named_rows", "quoted", "spread", "named_documents", "references"]
 
 
 def test_the_stages_are_listed_once_in_pipeline_order():
     assert [s.name for s in STAGES] == ORDER
-    assert all(s.before_retrieval == (s.name in ("spelling", "line_items")) for s in STAGES)
+    assert all(s.before_retrieval == (s.name == "line_items") for s in STAGES)
     assert [i.name for i in stage_infos()] == ORDER + ["scope"]
 
 
@@ -37,7 +37,7 @@ def test_a_spec_selects_stages_in_pipeline_order_and_labels_the_run(spec, follow
 
 
 def test_an_unknown_stage_is_named_with_the_valid_ones():
-    with pytest.raises(StrataError, match="'sprad'.*spelling, line_items"):
+    with pytest.raises(StrataError, match="'sprad'.*line_items, novelty"):
         select_stages("quoted,sprad", True)
     with pytest.raises(StrataError, match="'scope'"):  # the scope filter is not switchable
         select_stages("scope", True)
