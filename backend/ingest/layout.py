@@ -11,8 +11,10 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from backend.ingest.borderless import find_borderless_tables
+from backend.ingest.code import code_listings_apply, code_text, is_code
 from backend.ingest.extract import FIGURE_CELL_RE, Line, RawPage, RawTable, TextBlock
 from backend.types import FURNITURE_KINDS, BBox, BlockKind
 
@@ -224,11 +226,17 @@ def split_definition_items(lines: list[Line]) -> list[tuple[list[Line], bool]]:
     return groups
 
 
-def _text_blocks(page_no: int, tb: TextBlock, body_size: float) -> list[LayoutBlock]:
+def _text_blocks(page_no: int, tb: TextBlock, body_size: float, code: bool = False) -> list[LayoutBlock]:
     """The classified blocks of one PyMuPDF text block: split where the style changes and
-    where an option or definition list starts a new item."""
+    where an option or definition list starts a new item. code: a group of lines set in a
+    typewriter font is a code listing (code.py), its text kept line by line."""
     out: list[LayoutBlock] = []
     for group in _split_by_style(tb):
+        if code and is_code(group, body_size):
+            blk = _style_block(page_no, group)
+            blk.kind, blk.text = BlockKind.CODE, code_text(group)
+            out.append(blk)
+            continue
         for lines, is_item in split_definition_items(group):
             blk = _style_block(page_no, lines)
             _classify_text(blk, body_size)
@@ -452,9 +460,13 @@ def _reads_as_prose(text: str) -> bool:
 def layout_document(pages: list[RawPage]) -> tuple[list[LayoutBlock], float]:
     """All blocks of the document in reading order, each with its kind. Returns (blocks, body size)."""
     body_size = body_font_size(pages)
+    code = code_listings_apply(pages)
     blocks_by_page: dict[int, list[LayoutBlock]] = {}
     for page in pages:
         figures = _absorb_figure_labels(_figure_regions(page), page.blocks, body_size)
+        borderless, kept = find_borderless_tables(page, figures)
+        if borderless:
+            page = replace(page, blocks=kept, tables=page.tables + borderless)
         figure_inner: dict[int, list[tuple[BBox, str]]] = defaultdict(list)
         page_blocks: list[LayoutBlock] = []
         for tb in page.blocks:
@@ -466,7 +478,7 @@ def layout_document(pages: list[RawPage]) -> tuple[list[LayoutBlock], float]:
             if fig_idx is not None:
                 figure_inner[fig_idx].append((tb.bbox, tb.text))
                 continue
-            page_blocks.extend(_text_blocks(page.number, tb, body_size))
+            page_blocks.extend(_text_blocks(page.number, tb, body_size, code))
         for i, region in enumerate(figures):
             inner = figure_inner.get(i, [])
             if sum(len(t.split()) for _, t in inner) > 150:
