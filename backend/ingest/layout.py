@@ -502,7 +502,7 @@ def layout_document(pages: list[RawPage]) -> tuple[list[LayoutBlock], float]:
         furniture = [b for b in blocks_by_page[page_no] if b not in body]
         ordered.extend(_reading_order(body, widths[page_no]))
         ordered.extend(furniture)
-    ordered = _merge_list_continuations(ordered)
+    ordered = _merge_code_runs(_merge_list_continuations(ordered))
     for i, b in enumerate(ordered):
         b.order = i
     _join_continued_tables(ordered)
@@ -540,6 +540,24 @@ def _join_continued_tables(ordered: list[LayoutBlock]) -> None:
             b.table.row_bboxes.insert(0, head_box)
             b.table.header = list(prev.table.header)
             b.bbox = b.table.bbox = _union([b.bbox, head_box])  # a header read from above the rules: the row is the table's
+
+
+def _merge_code_runs(blocks: list[LayoutBlock]) -> list[LayoutBlock]:
+    """Join the pieces of one code listing: PyMuPDF cuts a listing into blocks where its
+    indentation changes; pieces right under each other (no blank line between) are one listing."""
+    out: list[LayoutBlock] = []
+    for b in blocks:
+        prev = out[-1] if out else None
+        if (
+            prev is not None and prev.kind == b.kind == BlockKind.CODE and b.page == prev.page and b.lines and prev.lines
+            and -1.0 <= b.bbox[1] - prev.bbox[3] < max(prev.size, 6) * 0.8
+        ):
+            prev.lines = prev.lines + b.lines
+            prev.text = code_text(prev.lines)
+            prev.bbox = _union([prev.bbox, b.bbox])
+            continue
+        out.append(b)
+    return out
 
 
 def _merge_list_continuations(blocks: list[LayoutBlock]) -> list[LayoutBlock]:
