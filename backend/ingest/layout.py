@@ -229,15 +229,18 @@ def split_definition_items(lines: list[Line]) -> list[tuple[list[Line], bool]]:
 def _text_blocks(page_no: int, tb: TextBlock, body_size: float, code: bool = False) -> list[LayoutBlock]:
     """The classified blocks of one PyMuPDF text block: split where the style changes and
     where an option or definition list starts a new item. code: a group of lines set in a
-    typewriter font is a code listing (code.py), its text kept line by line."""
+    typewriter font that is not such a list is a code listing (code.py), its text kept line by line."""
     out: list[LayoutBlock] = []
     for group in _split_by_style(tb):
-        if code and is_code(group, body_size):
+        items = split_definition_items(group)
+        # An option list set in a typewriter font ("-c, --check  checks the syntax only") stays one item per option.
+        options = len(items) > 1 and all(OPTION_RE.match(lines[0].text) for lines, is_item in items if is_item)
+        if code and not options and is_code(group, body_size):
             blk = _style_block(page_no, group)
             blk.kind, blk.text = BlockKind.CODE, code_text(group)
             out.append(blk)
             continue
-        for lines, is_item in split_definition_items(group):
+        for lines, is_item in items:
             blk = _style_block(page_no, lines)
             _classify_text(blk, body_size)
             if is_item:
