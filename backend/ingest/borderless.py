@@ -8,12 +8,16 @@ came out as a run of short paragraphs. Here such a table is found from the text 
 - a run of consecutive rows, each split into two cells or more by a gap of about an em, close
   together (no blank line between them), whose cells stay inside columns that a vertical gutter
   of white space separates over every row of the run;
-- not right above or below a ruled table (its header lines, read with it by find_tables);
+- short cells: a line of prose (more than 7 words in a row of two cells, more than 16 in a
+  wider row, or wider than 45% of the page) is never a cell, so prose set in two columns never
+  reads as a table;
 - three columns or more (two when the header row is bold over a plain body), a header row that
-  fills every column with short labels and is not a row like the others, two body rows at least, short cells: a line of prose
-  (eight words or more, or wider than 45% of the page) is never a cell, so prose set in two
-  columns never reads as a table; nor does a listing whose header row is set
-  in a typewriter font (a program's output: code.py).
+  fills every column with short labels and is not a row like the others ("Item 3." over
+  "Item 4."), two body rows at least;
+- the whole table: a run whose next row goes on in its first column (cut off by a long cell) is
+  left as text, not kept in part; a header's first line right above the run joins the header;
+- not right above or below a ruled table (its header lines, read with it by find_tables), and
+  not a listing whose header row is set in a typewriter font (a program's output: code.py).
 
 A row of one cell right under a row of the run, inside a column other than the first, is that
 row's cell wrapped onto a second line. The table's lines leave their text blocks; what remains of
@@ -31,7 +35,8 @@ from backend.types import BBox
 
 MIN_GAP_EM = 0.8  # a gap between two cells of a row, in font sizes
 MAX_ROW_GAP_EM = 1.0  # white space between two rows of one table, in font sizes
-MAX_CELL_WORDS = 7  # a cell of more words is prose
+MAX_CELL_WORDS = 7  # a cell of more words is prose (in a row of two cells)
+MAX_WIDE_ROW_CELL_WORDS = 16  # in a row of three cells or more
 MAX_CELL_WIDTH = 0.45  # a cell wider than this share of the page is prose
 MAX_HEADER_WORDS = 4
 MIN_BODY_ROWS = 2
@@ -89,8 +94,11 @@ def _cell_box(cell: list[Line]) -> BBox:
 
 
 def _short_cells(row: _Row, page_width: float) -> bool:
+    """No cell of the row reads as prose: a few words (more in a row of three cells or more, which
+    prose set in two columns never makes), none wider than MAX_CELL_WIDTH of the page."""
+    words = MAX_CELL_WORDS if len(row.cells) < 3 else MAX_WIDE_ROW_CELL_WORDS
     return all(
-        len(_cell_text(c).split()) <= MAX_CELL_WORDS and _cell_box(c)[2] - _cell_box(c)[0] <= MAX_CELL_WIDTH * page_width
+        len(_cell_text(c).split()) <= words and _cell_box(c)[2] - _cell_box(c)[0] <= MAX_CELL_WIDTH * page_width
         for c in row.cells
     )
 
@@ -147,47 +155,83 @@ def _accept(rows: list[_Row], cols: list[tuple[float, float]]) -> bool:
     return len(cols) == 2 and bold_head and plain_body and len(body) >= 3
 
 
-def _runs(rows: list[_Row], page_width: float) -> list[list[_Row]]:
-    """Maximal runs of close rows of two short cells or more; a one-cell row right under such a
-    row and off its first column may join as a wrapped cell (checked by _table)."""
-    runs: list[list[_Row]] = []
-    current: list[_Row] = []
-    for row in rows:
+def _runs(rows: list[_Row], page_width: float) -> list[tuple[int, int]]:
+    """Maximal runs of close rows of two short cells or more, as (first, end) indexes into rows; a
+    one-cell row right under such a row and off its first column may join as a wrapped cell."""
+    runs: list[tuple[int, int]] = []
+    start: int | None = None
+    for i, row in enumerate(rows):
+        prev = rows[i - 1] if i else None
+        close = prev is not None and _row_gap(prev, row) <= MAX_ROW_GAP_EM
         tabular = len(row.cells) >= 2 and _short_cells(row, page_width)
         wrapped = (
-            len(row.cells) == 1 and current and len(current[-1].cells) >= 2 and _short_cells(row, page_width)
-            and row.bbox[0] > current[0].cells[0][0].bbox[0] + 20 and _row_gap(current[-1], row) <= MAX_ROW_GAP_EM
+            start is not None and len(row.cells) == 1 and len(prev.cells) >= 2 and _short_cells(row, page_width)
+            and row.bbox[0] > rows[start].cells[0][0].bbox[0] + 20
         )
-        if current and (tabular or wrapped) and _row_gap(current[-1], row) <= MAX_ROW_GAP_EM:
-            current.append(row)
+        if start is not None and close and (tabular or wrapped):
             continue
-        if len(current) >= 1 + MIN_BODY_ROWS:
-            runs.append(current)
-        current = [row] if tabular else []
-    if len(current) >= 1 + MIN_BODY_ROWS:
-        runs.append(current)
+        if start is not None and i - start >= 1 + MIN_BODY_ROWS:
+            runs.append((start, i))
+        start = i if tabular else None
+    if start is not None and len(rows) - start >= 1 + MIN_BODY_ROWS:
+        runs.append((start, len(rows)))
     return runs
 
 
-def _table(run: list[_Row]) -> RawTable | None:
-    """The table of a run of rows, or None when its columns do not hold (or it is not one)."""
+def _within_columns(row: _Row, cols: list[tuple[float, float]]) -> bool:
+    """Every cell of the row inside one column (a header's first line), none across a gutter."""
+    return all(any(c0 - 2 <= _cell_box(c)[0] and _cell_box(c)[2] <= c1 + 2 for c0, c1 in cols) for c in row.cells)
+
+
+def _complete(rows: list[_Row], start: int, end: int, cols: list[tuple[float, float]]) -> bool:
+    """The run holds the whole table: the row right under it does not go on in its columns (a
+    row of cells starting in the first column, cut off because a cell runs long)."""
+    if end >= len(rows) or _row_gap(rows[end - 1], rows[end]) > MAX_ROW_GAP_EM:
+        return True
+    after = rows[end]
+    return not (len(after.cells) >= 2 and _column_of(after.cells[0], cols) == 0 and _cell_box(after.cells[0])[0] <= cols[0][1])
+
+
+def _table(rows: list[_Row], start: int, end: int) -> RawTable | None:
+    """The table of rows[start:end], or None when its columns do not hold (or it is not one)."""
+    run = rows[start:end]
     while run and len(run[-1].cells) == 1:
         run = run[:-1]  # a one-cell row that ends the run is text after the table
     multi = [r for r in run if len(r.cells) >= 2]
     if len(multi) < 1 + MIN_BODY_ROWS:
         return None
     cols = _columns(multi)
-    if len(cols) < 2 or any(len(r.cells) > len(cols) for r in multi):
+    if len(cols) < 2 or any(len(r.cells) > len(cols) for r in multi) or not _complete(rows, start, end, cols):
         return None
+    grid, boxes = _grid(run, cols)
+    if grid is None or not _accept(multi, cols):
+        return None
+    above = rows[start - 1] if start else None
+    if above is not None and _row_gap(above, run[0]) <= 0.5 and _within_columns(above, cols):
+        for c in above.cells:  # the header's first line ("Schedule" over "/Form")
+            grid[0][_column_of(c, cols)].insert(0, _cell_text(c))
+        boxes[0] = _union([boxes[0], above.bbox])
+    head = [ln for c in multi[0].cells for ln in c]
+    if sum(ln.mono for ln in head) * 2 > len(head):
+        return None  # a listing set in a typewriter font (a program's output, a data frame printed): code, not a table
+    x0, x1 = min(c[0] for c in cols), max(c[1] for c in cols)
+    boxes = [(x0, b[1], x1, b[3]) for b in boxes]
+    texts = [[" ".join(parts) for parts in row] for row in grid]
+    return RawTable(bbox=_union(boxes), header=texts[0], header_bbox=boxes[0], rows=texts[1:], row_bboxes=boxes[1:])
+
+
+def _grid(run: list[_Row], cols: list[tuple[float, float]]) -> tuple[list[list[list[str]]] | None, list[BBox]]:
+    """The cells' texts of each table row, by column (a one-cell row off the first column joins
+    the row above: a wrapped cell), and each row's box. None when two cells share a column."""
     grid: list[list[list[str]]] = []
     boxes: list[BBox] = []
     for r in run:
         placed = [_column_of(c, cols) for c in r.cells]
         if len(set(placed)) != len(placed):
-            return None  # two cells in one column: the gutters do not hold
-        if len(r.cells) == 1 and grid:  # a cell wrapped onto the next line
+            return None, []  # two cells in one column: the gutters do not hold
+        if len(r.cells) == 1 and grid:
             if placed[0] == 0:
-                return None
+                return None, []
             grid[-1][placed[0]].append(_cell_text(r.cells[0]))
             boxes[-1] = _union([boxes[-1], r.bbox])
             continue
@@ -196,15 +240,7 @@ def _table(run: list[_Row]) -> RawTable | None:
             cells[i].append(_cell_text(c))
         grid.append(cells)
         boxes.append(r.bbox)
-    if not _accept(multi, cols):
-        return None
-    head = [ln for c in multi[0].cells for ln in c]
-    if sum(ln.mono for ln in head) * 2 > len(head):
-        return None  # a listing set in a typewriter font (a program's output, a data frame printed): code, not a table
-    x0, x1 = min(c[0] for c in cols), max(c[1] for c in cols)
-    boxes = [(x0, b[1], x1, b[3]) for b in boxes]
-    texts = [[" ".join(parts) for parts in row] for row in grid]
-    return RawTable(bbox=_union(boxes), header=texts[0], header_bbox=boxes[0], rows=texts[1:], row_bboxes=boxes[1:])
+    return grid, boxes
 
 
 def _touches(a: BBox, b: BBox, gap: float = 24.0) -> bool:
@@ -223,8 +259,9 @@ def find_borderless_tables(page: RawPage, figures: Sequence[BBox] = ()) -> tuple
         return [], page.blocks
     tables: list[RawTable] = []
     used: set[int] = set()
-    for run in _runs(_visual_rows(free), page.width):
-        table = _table(run)
+    rows = _visual_rows(free)
+    for start, end in _runs(rows, page.width):
+        table = _table(rows, start, end)
         if table is None or any(_touches(table.bbox, t.bbox) for t in page.tables):
             continue  # lines just above or below a ruled table are its header or notes, read with it
         tables.append(table)
