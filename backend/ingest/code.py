@@ -1,8 +1,9 @@
 """Code listings: blocks set in a typewriter font become code units, not paragraphs.
 
 A block is code when every line of it is monospaced (extract.py marks a line `mono` when most of
-its characters are), set at body size or smaller and not bold, and it reads as code rather than a
-lone word: two lines or more, or one line with code punctuation ("void f(int x);", "> x <- c(1)").
+its characters are), set at about body size (not the smaller size of a footnote) and not bold, and
+it reads as code rather than a lone word: two lines or more, or one line with code punctuation
+("void f(int x);", "> x <- c(1)"). An option list in a typewriter font stays a list (layout.py).
 A document set mostly in a typewriter font (a plain-text filing printed in Courier) has no code
 listings to tell apart: code_listings_apply says so and layout.py then marks none.
 
@@ -18,6 +19,7 @@ from backend.ingest.extract import Line, RawPage
 
 MAX_MONO_SHARE = 0.4  # above this share of a document's characters in a typewriter font, nothing is code
 CODE_PUNCTUATION = frozenset("(){}[];=<>$#*/|\\")
+MIN_SIZE = 0.85  # of body size: smaller typewriter lines are footnotes (a URL at 8 pt under 10 pt text)
 MAX_INDENT = 40  # columns of indentation kept for one line
 
 
@@ -33,8 +35,9 @@ def code_listings_apply(pages: Sequence[RawPage]) -> bool:
 
 
 def is_code(lines: Sequence[Line], body_size: float) -> bool:
-    """Every line monospaced, not bold, not larger than body text, and more than a lone word."""
-    if not lines or not all(ln.mono and not ln.bold and ln.size <= body_size * 1.08 for ln in lines):
+    """Every line monospaced, not bold, about body size (a listing in \\small is; a footnote is not),
+    and more than a lone word."""
+    if not lines or not all(ln.mono and not ln.bold and MIN_SIZE * body_size <= ln.size <= body_size * 1.08 for ln in lines):
         return False
     if len(lines) >= 2:
         return True
