@@ -251,7 +251,7 @@ def _touches(a: BBox, b: BBox, gap: float = 24.0) -> bool:
 
 def find_borderless_tables(page: RawPage, figures: Sequence[BBox] = ()) -> tuple[list[RawTable], list[TextBlock]]:
     """The page's tables without ruling lines, and its text blocks with those tables' lines taken
-    out (a block left without lines is dropped). Lines inside a ruled table or a figure are not
+    out (a block is cut where they were; one left without lines is dropped). Lines inside a ruled table or a figure are not
     looked at. A page without such a table comes back as it was."""
     taken = [t.bbox for t in page.tables] + list(figures)
     free = [ln for b in page.blocks if not any(_center_in(b.bbox, t) for t in taken) for ln in b.lines]
@@ -268,11 +268,16 @@ def find_borderless_tables(page: RawPage, figures: Sequence[BBox] = ()) -> tuple
         used.update(id(ln) for ln in free if _center_in(ln.bbox, table.bbox))
     if not tables:
         return [], page.blocks
-    blocks = []
+    blocks: list[TextBlock] = []
     for b in page.blocks:
-        kept = [ln for ln in b.lines if id(ln) not in used]
-        if len(kept) == len(b.lines):
+        if not any(id(ln) in used for ln in b.lines):
             blocks.append(b)
-        elif kept:
-            blocks.append(TextBlock(lines=kept, bbox=_union(ln.bbox for ln in kept)))
+            continue
+        pieces: list[list[Line]] = [[]]  # the lines before the table and those after it stay apart
+        for ln in b.lines:
+            if id(ln) in used:
+                pieces.append([])
+            else:
+                pieces[-1].append(ln)
+        blocks.extend(TextBlock(lines=p, bbox=_union(ln.bbox for ln in p)) for p in pieces if p)
     return tables, blocks

@@ -128,3 +128,24 @@ def test_r_intro_keeps_code_as_code_and_finds_its_borderless_table():
     tables = [b for b in blocks if b.kind == BlockKind.TABLE]
     assert [t.table.header for t in tables] == [["Distribution", "R name", "additional arguments"]]
     assert len(tables[0].table.rows) == 19
+
+
+def test_text_around_a_table_in_one_block_stays_text():
+    """Lines before and after a table in the same text block stay two blocks of text: one block
+    spanning the table would be dropped as the table's own text."""
+    from backend.ingest.borderless import find_borderless_tables
+    from backend.ingest.extract import Line, RawPage, TextBlock
+
+    def line(x: float, y: float, text: str) -> Line:
+        return Line(text=text, bbox=(x, y, x + 5.5 * len(text), y + 10), size=10.0, bold=False)
+
+    lines = [line(72, 80, "The parameters specify the type and the bounds of the row as follows:")]
+    y = 100.0
+    for row in TABLE:
+        lines += [line(x, y, cell) for x, cell in zip((150, 240, 370), row)]
+        y += 13.5
+    lines.append(line(72, y + 2, "where x is the auxiliary variable associated with the row."))
+    page = RawPage(number=1, width=612, height=792, blocks=[TextBlock(lines=lines, bbox=(72, 80, 520, y + 12))])
+    tables, blocks = find_borderless_tables(page)
+    assert len(tables) == 1 and tables[0].header == ["Type", "Bounds", "Comment"]
+    assert [b.text for b in blocks] == [lines[0].text, lines[-1].text]
