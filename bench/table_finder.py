@@ -1,5 +1,6 @@
 """Precision and recall of the tables found on labelled real pages: ruled tables only (find_tables,
-as ingest read pages before borderless.py) against ruled + borderless tables, in one run.
+as ingest read pages before borderless.py) against ruled + borderless tables, in one run, with
+PyMuPDF's own text-alignment finder (find_tables(strategy="text")) beside them for reference.
 
 Labels: bench/probes/tables.jsonl, one page a line: {"half": "tune"|"check", "source", "page",
 "kind", "tables": [key, ...]}. Each key is text that only its table holds on the page (a header
@@ -44,11 +45,25 @@ def _pdf(source: str) -> Path:
     return SHARED / rest
 
 
-def _tables(pdf: pymupdf.Document, page_no: int) -> tuple[list[RawTable], list[RawTable]]:
-    """(ruled tables, ruled + borderless tables) of one page."""
+SYSTEMS = ("ruled only (before)", "ruled + borderless", "PyMuPDF text strategy")
+
+
+def _text_strategy(page: pymupdf.Page) -> list[RawTable]:
+    """PyMuPDF's own finder for tables without rules (find_tables(strategy="text")), for reference."""
+    out = []
+    for tab in page.find_tables(strategy="text").tables:
+        rows = [[c or "" for c in r] for r in tab.extract()]
+        if len(rows) >= 2:
+            out.append(RawTable(bbox=tuple(tab.bbox), header=rows[0], header_bbox=None, rows=rows[1:], row_bboxes=[]))
+    return out
+
+
+def _tables(pdf: pymupdf.Document, page_no: int, text_strategy: bool = False) -> list[list[RawTable]]:
+    """[ruled tables, ruled + borderless tables(, PyMuPDF's text strategy)] of one page."""
     raw, _ = extract_page(pdf[page_no - 1], find_tables=True, max_tables=10, ocr_engine=None, ocr_language="eng", ocr_dpi=100)
     borderless, _ = find_borderless_tables(raw)
-    return raw.tables, raw.tables + borderless
+    found = [raw.tables, raw.tables + borderless]
+    return [*found, _text_strategy(pdf[page_no - 1])] if text_strategy else found
 
 
 def _text(t: RawTable) -> str:
@@ -67,7 +82,7 @@ def _score(found: list[RawTable], keys: list[str]) -> tuple[int, int, int, int]:
 def _line(name: str, s: list[int]) -> str:
     p = s[0] / s[1] if s[1] else float("nan")
     r = s[2] / s[3] if s[3] else float("nan")
-    return f"{name:<22} precision {p:.2f} ({s[0]}/{s[1]})  recall {r:.2f} ({s[2]}/{s[3]})"
+    return f"{name:<23} precision {p:.2f} ({s[0]}/{s[1]})  recall {r:.2f} ({s[2]}/{s[3]})"
 
 
 def labelled(verbose: bool) -> None:
@@ -77,7 +92,7 @@ def labelled(verbose: bool) -> None:
         label = json.loads(line)
         src = label["source"]
         pdf = docs.setdefault(src, pymupdf.open(_pdf(src)))
-        for name, found in zip(("ruled only (before)", "ruled + borderless"), _tables(pdf, label["page"])):
+        for name, found in zip(SYSTEMS, _tables(pdf, label["page"], text_strategy=True)):
             s = _score(found, label["tables"])
             for half in (label["half"], "all"):
                 acc = totals.setdefault((half, name), [0, 0, 0, 0])
@@ -88,7 +103,7 @@ def labelled(verbose: bool) -> None:
     pages = LABELS.read_text().count("\n")
     print(f"{pages} labelled pages ({LABELS.relative_to(Path.cwd()) if LABELS.is_relative_to(Path.cwd()) else LABELS})")
     for half in ("tune", "check", "all"):
-        for name in ("ruled only (before)", "ruled + borderless"):
+        for name in SYSTEMS:
             print(f"{half:<6}", _line(name, totals[(half, name)]))
 
 
@@ -100,7 +115,7 @@ def dev_changes(n: int, max_pages: int = 60) -> None:
         for f in files[:n]:
             with pymupdf.open(f) as pdf:
                 for i in range(min(pdf.page_count, max_pages)):
-                    ruled, both = _tables(pdf, i + 1)
+                    ruled, both = _tables(pdf, i + 1)[:2]
                     pages += 1
                     for t in both[len(ruled):]:
                         added += 1
