@@ -2,7 +2,7 @@
 as ingest read pages before borderless.py) against ruled + borderless tables, in one run, with
 PyMuPDF's own text-alignment finder (find_tables(strategy="text")) beside them for reference.
 
-Labels: bench/probes/tables.jsonl, one page a line: {"half": "tune"|"check", "source", "page",
+Labels: bench/probes/tables/pages.jsonl, one page a line: {"half": "tune"|"check", "source", "page",
 "kind", "tables": [key, ...]}. Each key is text that only its table holds on the page (a header
 cell or a row label). A found table is right when its text (header and rows) holds a key of its
 page; a key is found when some table holds it. Precision = right tables / tables found, recall =
@@ -12,7 +12,7 @@ test cache, tests/fixtures/debian_manuals.py) or "shared:<path under /work/share
 Also, with --dev N: the borderless tables found on the first pages of N PDFs of each financial dev
 collection (each such table is a change to a filing's parse; 0 means none).
 
-    python bench/table_finder.py [--dev 25]
+    python bench/table_finder.py [-v] [--dev 20]
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from backend.ingest.borderless import find_borderless_tables  # noqa: E402
 from backend.ingest.extract import RawTable, extract_page  # noqa: E402
 from tests.fixtures.debian_manuals import DebianManual, fetch_manual  # noqa: E402
 
-LABELS = Path(__file__).resolve().parent / "probes" / "tables.jsonl"
+LABELS = Path(__file__).resolve().parent / "probes" / "tables" / "pages.jsonl"
 SHARED = Path("/work/shared/bench")
 DEV = ("dev-tatqa-pdf", "dev-docugami-10q")
 
