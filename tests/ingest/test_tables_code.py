@@ -149,3 +149,21 @@ def test_text_around_a_table_in_one_block_stays_text():
     tables, blocks = find_borderless_tables(page)
     assert len(tables) == 1 and tables[0].header == ["Type", "Bounds", "Comment"]
     assert [b.text for b in blocks] == [lines[0].text, lines[-1].text]
+
+
+@pytest.mark.integration
+def test_the_free_variable_question_finds_the_glp_fr_row(tmp_path):
+    """The issue's question: lexical retrieval over the units of glpk.pdf's pages 18-22 ranks the
+    table row that holds both the answer (GLP_FR) and the question's words first. Before, the
+    table was short paragraphs: "Free (unbounded) variable" stood apart from "GLP_FR"."""
+    from backend.index.lexical import BM25Index
+    from tests.fixtures.debian_manuals import write_copy
+
+    window = tmp_path / "glpk-window.pdf"
+    write_copy(_manual("glpk-doc", "usr/share/doc/glpk-doc/glpk.pdf"), window, keep_outline=False, page_window=(18, 22))
+    parsed = parse_pdf(window, IngestSettings(ocr="none"), None)
+    units = [n for n in parsed.nodes if n.kind in (NodeKind.SENTENCE, NodeKind.ROW)]
+    index = BM25Index([n.id for n in units], [n.text for n in units])
+    best_id, _ = index.search("Which type of variable is a free (unbounded) variable?", 1)[0]
+    best = next(n for n in units if n.id == best_id)
+    assert best.kind == NodeKind.ROW and best.row.cells[0] == ("Type", "GLP_FR"), best.text
