@@ -17,7 +17,8 @@ import numpy as np
 from backend.graph.corpus import Corpus
 from backend.types import EvidencePack, Layer, NodeKind, PackedUnit, ScoredNode
 
-UNIT_TYPE = {NodeKind.PARAGRAPH: "Text", NodeKind.TABLE: "Table", NodeKind.FIGURE: "Figure"}
+UNIT_TYPE = {NodeKind.PARAGRAPH: "Text", NodeKind.TABLE: "Table", NodeKind.FIGURE: "Figure", NodeKind.CODE: "Code"}
+TEXT_UNIT_KINDS = (NodeKind.PARAGRAPH, NodeKind.CODE)  # units without an image
 MAX_UNIT_CHARS = 2400
 IMAGE_TOKENS = 0  # no visual crops go to the rules reader; an LVLM reader would set a patch cost
 
@@ -34,7 +35,7 @@ class TokenBudgetPacker:
 
     def _unit_tokens(self, node_id: str) -> int:
         n = self.corpus.nodes[node_id]
-        return self.count_tokens(self._unit_text(node_id)) + 12 + (IMAGE_TOKENS if n.kind != NodeKind.PARAGRAPH else 0)
+        return self.count_tokens(self._unit_text(node_id)) + 12 + (IMAGE_TOKENS if n.kind not in TEXT_UNIT_KINDS else 0)
 
     def _headers(self, node_id: str) -> list[str]:
         """Section node ids from the root down to the governing header of the unit."""
@@ -96,7 +97,7 @@ class TokenBudgetPacker:
                 continue
             # Phase 2: siblings under the same parent section (visual units first).
             siblings = [s for s in self.corpus.section_members(node.section or "") if s != anchor and s not in included]
-            siblings.sort(key=lambda s: (self.corpus.nodes.kind_of(s) == NodeKind.PARAGRAPH, abs(self.corpus.nodes.order_of(s) - node.order)))
+            siblings.sort(key=lambda s: (self.corpus.nodes.kind_of(s) in TEXT_UNIT_KINDS, abs(self.corpus.nodes.order_of(s) - node.order)))
             for s in siblings:
                 add(s, "sibling", anchor, with_headers=False)
             # Phase 3: semantic associates (visual units elsewhere in the document).
@@ -127,7 +128,7 @@ class TokenBudgetPacker:
             kind = UNIT_TYPE.get(node.kind, node.kind.value.title())
             out.append(f"[UNIT id={node.id} | Type={kind} | Page={node.page}]")
             out.append(f"Path: {path}")
-            if node.kind != NodeKind.PARAGRAPH and node.context:
+            if node.kind not in TEXT_UNIT_KINDS and node.context:
                 out.append(f"Caption: {node.context}")
             out.append(f"Content: {self._unit_text(u.node_id)}")
             out.append("")

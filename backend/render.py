@@ -26,6 +26,7 @@ BLOCK_COLORS = {
     BlockKind.PAGE_NUMBER: "#9ca3af",
     BlockKind.TOC: "#a78bfa",
     BlockKind.INDEX: "#c084fc",
+    BlockKind.CODE: "#475569",
 }
 UNKNOWN_KIND_COLOR = "#000000"
 

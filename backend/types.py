@@ -48,9 +48,10 @@ class NodeKind(str, Enum):
     ROW = "row"
     OBJECT = "object"
     ENTITY = "entity"
+    CODE = "code"  # a code listing (a component); last, so stored kind codes keep their numbers
 
 
-COMPONENT_KINDS = (NodeKind.PARAGRAPH, NodeKind.TABLE, NodeKind.FIGURE)
+COMPONENT_KINDS = (NodeKind.PARAGRAPH, NodeKind.TABLE, NodeKind.FIGURE, NodeKind.CODE)
 SUBCOMPONENT_KINDS = (NodeKind.SENTENCE, NodeKind.ROW, NodeKind.OBJECT)
 
 
@@ -80,6 +81,7 @@ class BlockKind(str, Enum):
     PAGE_NUMBER = "page_number"  # furniture
     TOC = "toc"  # a table-of-contents line or page: shown in the parse view, never evidence
     INDEX = "index"  # a back-of-book index entry: shown in the parse view, never evidence
+    CODE = "code"  # a code listing set in a typewriter font: text kept line by line
 
 
 FURNITURE_KINDS = (BlockKind.HEADER, BlockKind.FOOTER, BlockKind.PAGE_NUMBER)

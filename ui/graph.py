@@ -41,6 +41,7 @@ KIND_COLORS: dict[NodeKind, str] = {
     NodeKind.ROW: "#86efac",
     NodeKind.OBJECT: "#fcd34d",
     NodeKind.ENTITY: "#db2777",
+    NodeKind.CODE: "#475569",
 }
 EDGE_COLORS: dict[EdgeKind, str] = {
     EdgeKind.CONTAINS: "#cbd5e1",
@@ -64,6 +65,7 @@ KIND_SHAPES: dict[NodeKind, tuple[str, int]] = {
     NodeKind.ROW: ("dot", 7),
     NodeKind.OBJECT: ("dot", 7),
     NodeKind.ENTITY: ("star", 10),
+    NodeKind.CODE: ("dot", 11),
 }
 LAYER_CHOICES = [
     ("Documents and sections", "document"),

@@ -22,6 +22,7 @@ from backend.types import (
     GraphCounts,
     IngestEstimate,
     IngestReport,
+    NodeKind,
     ResultItem,
     Section,
     TableView,
@@ -252,7 +253,10 @@ def render_blocks(blocks: list[Block], colors: Mapping[BlockKind, str], selected
             extra.append(f"L{b.level}")
         if b.confidence is not None:
             extra.append(f"conf {b.confidence:.2f}")
-        text = esc(b.text).replace("\n", "<br>") if b.kind == BlockKind.TABLE else esc(snippet(b.text, 400))
+        if b.kind == BlockKind.CODE:
+            text = f'<pre class="st-code">{esc(b.text)}</pre>'
+        else:
+            text = esc(b.text).replace("\n", "<br>") if b.kind == BlockKind.TABLE else esc(snippet(b.text, 400))
         row_cls = "st-block-row st-block-selected" if i == selected else "st-block-row"
         rows.append(
             f'<tr class="{row_cls}" data-block="{i}" title="Show this block on the page">'
@@ -298,6 +302,11 @@ def citation_chip(c: Citation) -> str:
     )
 
 
+def quote_or_code(text: str, code: bool) -> str:
+    """A unit's text as a quote, or as preformatted code (line breaks and indentation kept)."""
+    return f'<pre class="st-code">{esc(text)}</pre>' if code else f'<blockquote class="st-quote">{esc(text)}</blockquote>'
+
+
 def render_citations(citations: list[Citation], selected: int | None = None) -> str:
     if not citations:
         return empty_state("No citations.")
@@ -308,7 +317,7 @@ def render_citations(citations: list[Citation], selected: int | None = None) -> 
             f'<li class="{cls}" data-n="{c.n}" data-cite="{c.n}"><div>{citation_chip(c)} <span class="st-doc">{esc(c.doc)}</span>, '
             f'page {c.page} <span class="st-kind">{esc(c.kind.value)}</span></div>'
             f'<div class="st-path">{esc(join_path(c.section_path))}</div>'
-            f'<blockquote class="st-quote">{esc(c.text)}</blockquote></li>'
+            f'{quote_or_code(c.text, c.kind == NodeKind.CODE)}</li>'
         )
     return f'<ol class="st-citations">{"".join(items)}</ol>'
 
@@ -424,7 +433,7 @@ def render_unit(block: Block, number: int, color: str, table: TableView | None =
     facts = [f"#{number} {block.kind.value.replace('_', ' ')}", f"page {block.page}", "box " + ", ".join(f"{v:.0f}" for v in block.bbox)]
     if block.level:
         facts.insert(1, f"level {block.level}")
-    body = render_table(table) if table is not None else f'<blockquote class="st-quote">{esc(block.text)}</blockquote>'
+    body = render_table(table) if table is not None else quote_or_code(block.text, block.kind == BlockKind.CODE)
     return (
         f'<div class="st-unit" data-block="{number - 1}" data-kind="{esc(block.kind.value)}">'
         f'<div><span class="st-kind" style="border-color:{esc(color)}">{esc(block.kind.value)}</span> '

@@ -237,7 +237,7 @@ def _chunks(nodes: list[Node]) -> list[tuple[Node, list[ExtractUnit]]]:
     out = []
     for comp in (n for n in nodes if n.layer == Layer.COMPONENT):
         units: list[ExtractUnit] = []
-        if comp.kind == NodeKind.PARAGRAPH:
+        if comp.kind in (NodeKind.PARAGRAPH, NodeKind.CODE):
             kind = "caption" if comp.role == "caption" else "sentence"
             units = [ExtractUnit(id=s.id, kind=kind, text=s.text) for s in children.get(comp.id, []) if s.kind == NodeKind.SENTENCE]
             if not units and comp.text.strip():

@@ -1,6 +1,6 @@
 """Stage 5: components and subcomponents (LILaC's layers) from the laid-out, sectioned blocks.
 
-paragraph -> sentences (pysbd); table -> one row unit per data row with the header repeated;
+paragraph -> sentences (pysbd); code listing -> one subunit per line; table -> one row unit per data row with the header repeated;
 figure -> crop image + caption + upper context (HiKEY) + the text found inside it (the text
 layer's lines, or what parser.py read with OCR into the block's `inner`), and one
 object region per text cluster inside the figure (or the whole figure). Every node has its page
@@ -155,6 +155,8 @@ class _Builder:
         self.counter += 1
         if b.kind in (BlockKind.PARAGRAPH, BlockKind.LIST_ITEM, BlockKind.CAPTION):
             node_id = self._text_unit(b, sec_id)
+        elif b.kind == BlockKind.CODE:
+            node_id = self._code_unit(b, sec_id)
         elif b.kind in (BlockKind.TABLE, BlockKind.FIGURE):
             node_id = self._object_unit(b, sec_id)
         else:
@@ -210,6 +212,23 @@ class _Builder:
         self._subunits(node_id, sec_id, b.page, b.order, [(NodeKind.SENTENCE, sent, bbox) for sent, bbox in sentences])
         if b.kind != BlockKind.CAPTION:
             self.last_paragraph_text[sec_id] = text
+        return node_id
+
+    def _code_unit(self, b: LayoutBlock, sec_id: str) -> str:
+        """A code listing: one component node (its text line by line, indentation kept), one
+        subunit per line of code."""
+        node_id = f"{self.doc_id}:c{self.counter}"
+        self.out.nodes.append(
+            Node(
+                id=node_id, layer=Layer.COMPONENT, kind=NodeKind.CODE, doc=self.doc_id, text=b.text, section=sec_id,
+                page=b.page, bbox=_rounded(b.bbox), parent=sec_id, role=b.kind.value, order=b.order,
+            )
+        )
+        rows = [ln for ln in b.text.split("\n") if ln.strip()]
+        boxes = [ln.bbox for ln in b.lines]
+        if len(boxes) != len(rows):  # lines set side by side make one row of text: each row gets the listing's box
+            boxes = [b.bbox] * len(rows)
+        self._subunits(node_id, sec_id, b.page, b.order, [(NodeKind.SENTENCE, row.strip(), bb) for row, bb in zip(rows, boxes)])
         return node_id
 
     def _object_unit(self, b: LayoutBlock, sec_id: str) -> str:

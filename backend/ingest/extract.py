@@ -31,6 +31,7 @@ class Line:
     bbox: BBox
     size: float  # dominant font size of the line, weighted by characters
     bold: bool  # most characters bold
+    mono: bool = False  # most characters in a monospaced (typewriter) font
 
 
 @dataclass(slots=True)
@@ -286,6 +287,16 @@ def _plan_from_counts(page_no: int, top: StreamCost, total: StreamCost, pixels: 
     return PagePlan(text=text, text_top_level_only=top_only, graphics=graphics, links=links, reasons=tuple(reasons))
 
 
+# Typewriter fonts by name, for the many that do not set the monospaced flag: TeX's CMTT10 and
+# CMSLTT10, EC's SFTT1000, Latin Modern Mono, Courier, Consolas, Menlo, DejaVu Sans Mono.
+_MONO_NAME_RE = re.compile(r"tt\d|mono|courier|consol|typewriter|menlo|inconsolata|cousine", re.IGNORECASE)
+MONO_FLAG = 8
+
+
+def _is_mono(span: dict) -> bool:
+    return bool(span["flags"] & MONO_FLAG) or _MONO_NAME_RE.search(span.get("font", "")) is not None
+
+
 def _is_bold(span: dict) -> bool:
     if span["flags"] & BOLD_FLAG:
         return True
@@ -325,7 +336,9 @@ def _blocks_from_dict(page_dict: dict) -> tuple[list[TextBlock], list[BBox]]:
             total = sum(weights) or 1
             size = sum(s["size"] * w for s, w in zip(spans, weights)) / total
             bold_chars = sum(w for s, w in zip(spans, weights) if _is_bold(s))
-            lines.append(Line(text=text, bbox=tuple(ln["bbox"]), size=round(size, 1), bold=bold_chars > total / 2))
+            mono_chars = sum(w for s, w in zip(spans, weights) if _is_mono(s))
+            lines.append(Line(text=text, bbox=tuple(ln["bbox"]), size=round(size, 1), bold=bold_chars > total / 2,
+                              mono=mono_chars > total * 0.8))
         if lines:
             blocks.append(TextBlock(lines=lines, bbox=tuple(b["bbox"])))
     return blocks, images

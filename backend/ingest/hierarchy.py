@@ -168,7 +168,7 @@ def mark_navigation(blocks: list[LayoutBlock], headings: dict[int, Heading], toc
     (else a TOC line such as "ASN.1 structure handling . . . 3" comes back as evidence and as the answer)."""
     index_pages = _index_pages(blocks)
     for b in blocks:
-        if b.order in headings or b.kind in (*FURNITURE, BlockKind.TITLE, BlockKind.TABLE, BlockKind.FIGURE):
+        if b.order in headings or b.kind in (*FURNITURE, BlockKind.TITLE, BlockKind.TABLE, BlockKind.FIGURE, BlockKind.CODE):
             continue
         if b.page in index_pages:
             b.kind = BlockKind.INDEX

@@ -11,8 +11,10 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from backend.ingest.borderless import find_borderless_tables
+from backend.ingest.code import code_listings_apply, code_text, is_code
 from backend.ingest.extract import FIGURE_CELL_RE, Line, RawPage, RawTable, TextBlock
 from backend.types import FURNITURE_KINDS, BBox, BlockKind
 
@@ -224,12 +226,21 @@ def split_definition_items(lines: list[Line]) -> list[tuple[list[Line], bool]]:
     return groups
 
 
-def _text_blocks(page_no: int, tb: TextBlock, body_size: float) -> list[LayoutBlock]:
+def _text_blocks(page_no: int, tb: TextBlock, body_size: float, code: bool = False) -> list[LayoutBlock]:
     """The classified blocks of one PyMuPDF text block: split where the style changes and
-    where an option or definition list starts a new item."""
+    where an option or definition list starts a new item. code: a group of lines set in a
+    typewriter font that is not such a list is a code listing (code.py), its text kept line by line."""
     out: list[LayoutBlock] = []
     for group in _split_by_style(tb):
-        for lines, is_item in split_definition_items(group):
+        items = split_definition_items(group)
+        # An option list set in a typewriter font ("-c, --check  checks the syntax only") stays one item per option.
+        options = len(items) > 1 and all(OPTION_RE.match(lines[0].text) for lines, is_item in items if is_item)
+        if code and not options and is_code(group, body_size):
+            blk = _style_block(page_no, group)
+            blk.kind, blk.text = BlockKind.CODE, code_text(group)
+            out.append(blk)
+            continue
+        for lines, is_item in items:
             blk = _style_block(page_no, lines)
             _classify_text(blk, body_size)
             if is_item:
@@ -452,9 +463,13 @@ def _reads_as_prose(text: str) -> bool:
 def layout_document(pages: list[RawPage]) -> tuple[list[LayoutBlock], float]:
     """All blocks of the document in reading order, each with its kind. Returns (blocks, body size)."""
     body_size = body_font_size(pages)
+    code = code_listings_apply(pages)
     blocks_by_page: dict[int, list[LayoutBlock]] = {}
     for page in pages:
         figures = _absorb_figure_labels(_figure_regions(page), page.blocks, body_size)
+        borderless, kept = find_borderless_tables(page, figures)
+        if borderless:
+            page = replace(page, blocks=kept, tables=page.tables + borderless)
         figure_inner: dict[int, list[tuple[BBox, str]]] = defaultdict(list)
         page_blocks: list[LayoutBlock] = []
         for tb in page.blocks:
@@ -466,7 +481,7 @@ def layout_document(pages: list[RawPage]) -> tuple[list[LayoutBlock], float]:
             if fig_idx is not None:
                 figure_inner[fig_idx].append((tb.bbox, tb.text))
                 continue
-            page_blocks.extend(_text_blocks(page.number, tb, body_size))
+            page_blocks.extend(_text_blocks(page.number, tb, body_size, code))
         for i, region in enumerate(figures):
             inner = figure_inner.get(i, [])
             if sum(len(t.split()) for _, t in inner) > 150:
@@ -490,7 +505,7 @@ def layout_document(pages: list[RawPage]) -> tuple[list[LayoutBlock], float]:
         furniture = [b for b in blocks_by_page[page_no] if b not in body]
         ordered.extend(_reading_order(body, widths[page_no]))
         ordered.extend(furniture)
-    ordered = _merge_list_continuations(ordered)
+    ordered = _merge_code_runs(_merge_list_continuations(ordered))
     for i, b in enumerate(ordered):
         b.order = i
     _join_continued_tables(ordered)
@@ -528,6 +543,24 @@ def _join_continued_tables(ordered: list[LayoutBlock]) -> None:
             b.table.row_bboxes.insert(0, head_box)
             b.table.header = list(prev.table.header)
             b.bbox = b.table.bbox = _union([b.bbox, head_box])  # a header read from above the rules: the row is the table's
+
+
+def _merge_code_runs(blocks: list[LayoutBlock]) -> list[LayoutBlock]:
+    """Join the pieces of one code listing: PyMuPDF cuts a listing into blocks where its
+    indentation changes; pieces right under each other (no blank line between) are one listing."""
+    out: list[LayoutBlock] = []
+    for b in blocks:
+        prev = out[-1] if out else None
+        if (
+            prev is not None and prev.kind == b.kind == BlockKind.CODE and b.page == prev.page and b.lines and prev.lines
+            and -1.0 <= b.bbox[1] - prev.bbox[3] < max(prev.size, 6) * 0.8
+        ):
+            prev.lines = prev.lines + b.lines
+            prev.text = code_text(prev.lines)
+            prev.bbox = _union([prev.bbox, b.bbox])
+            continue
+        out.append(b)
+    return out
 
 
 def _merge_list_continuations(blocks: list[LayoutBlock]) -> list[LayoutBlock]:

@@ -92,3 +92,13 @@ def test_progress_board_shows_the_cluster_tasks_and_nodes_of_a_cluster_ingest():
     board.apply(ProgressEvent(stage="encode", doc="a.pdf", done=0, total=1, message="parsed; encoding", cluster=tasks))
     html = render.render_progress(board.rows, 2.0, True, board.cluster)
     assert "On the cluster: 3 tasks running, 5 done, 1 failed; 2 nodes in use" in html
+
+
+def test_a_code_block_renders_as_escaped_preformatted_code():
+    code = "if (a < b) {\n    x = \"<script>\";\n}"
+    block = Block(page=3, bbox=(72, 100, 300, 140), kind=BlockKind.CODE, text=code, order=4)
+    for html in (render.render_blocks([block], {}), render.render_unit(block, 1, "#475569")):
+        assert '<pre class="st-code">' in html and "<script>" not in html
+        assert "if (a &lt; b) {\n    x = &quot;&lt;script&gt;&quot;;\n}" in html  # line breaks and indentation kept
+    cited = Citation(n=1, node_id="d1:c4", doc="a.pdf", page=3, bbox=None, kind=NodeKind.CODE, section_path=[], text=code)
+    assert '<pre class="st-code">' in render.render_citations([cited])

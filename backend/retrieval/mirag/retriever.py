@@ -56,7 +56,7 @@ SEED_LABEL = "seeds (the whole question's direct matches)"
 GENERATED_WEIGHT = 0.7  # a generated follow-up explores; the question (or its expansion) anchors
 RECORD_UNITS = 5  # units of an iteration whose sentences the record chooses from
 TRACE_HITS = 10
-TEXT_KINDS = (NodeKind.PARAGRAPH,)
+TEXT_KINDS = (NodeKind.PARAGRAPH, NodeKind.CODE)
 IMAGE_TEXT_KINDS = (NodeKind.FIGURE, NodeKind.TABLE)
 
 
@@ -248,9 +248,9 @@ class MIRAGRetriever(Retriever):
         for hit in found:
             node = corpus.nodes[hit.node_id]
             members = []
-            if node.kind in (NodeKind.PARAGRAPH, NodeKind.TABLE):
+            if node.kind in (NodeKind.PARAGRAPH, NodeKind.TABLE, NodeKind.CODE):
                 members = [s for s in corpus.subcomponents(node.id) if corpus.nodes.kind_of(s) != NodeKind.OBJECT]
-            if node.kind != NodeKind.PARAGRAPH:
+            if node.kind not in TEXT_KINDS:
                 members = [node.id, *members]  # a figure's or table's caption and context is a fact too
             units.append((hit, members))
         texts = {sid: " ".join(corpus.nodes.text_of(sid).split()) for _, members in units for sid in members}
