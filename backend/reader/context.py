@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 from backend.graph.corpus import Corpus
-from backend.types import EdgeKind
+from backend.types import EdgeKind, NodeKind
 
 # A sentence ends on a full stop, question or exclamation mark (a closing quote or bracket may follow).
 ENDED_RE = re.compile(r"[.!?][\"'”’)\]]*$")
@@ -38,11 +38,18 @@ def code_line(text: str) -> bool:
 
 
 def _step(corpus: Corpus, component: str, forward: bool) -> str | None:
-    """The component before or after one in reading order (the NEXT edges), None at a section's end."""
+    """The paragraph before or after one in reading order (the NEXT edges); None at a section's end
+    and at a table or figure (a table announced "as follows:" is read by its rows, not appended)."""
     edges = corpus.edges.out_of(component, (EdgeKind.NEXT,)) if forward else corpus.edges.into(component, (EdgeKind.NEXT,))
     for edge in edges:
-        return edge.dst if forward else edge.src
+        other = edge.dst if forward else edge.src
+        return other if corpus.nodes.kind_of(other) == NodeKind.PARAGRAPH else None
     return None
+
+
+def in_paragraph(corpus: Corpus, unit_id: str) -> bool:
+    """Whether a unit is a paragraph or one of its sentences (not a table's, a figure's or an object's)."""
+    return corpus.nodes.kind_of(corpus.component_of(unit_id)) == NodeKind.PARAGRAPH
 
 
 def follows(corpus: Corpus, unit_id: str, text: str) -> str:

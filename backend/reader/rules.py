@@ -29,7 +29,7 @@ from backend.reader.context import code_line
 from backend.reader.evidence import AnswerReply, EvidenceUnit
 from backend.reader.figures import cell_of_year, number_candidates, row_arithmetic, years_answer, years_counted, years_in
 from backend.reader.patterns import BY_NAME_RE, DATE_RE, DATE_YEAR_RE, ENTITY_RE, FOOTNOTE_LEAD_RE, NAME_RE, PLACE_RE
-from backend.reader.questions import HOW_Q_RE, RESPECTIVE_RE, YEARS_Q_RE, defined_terms, negated, question_type
+from backend.reader.questions import HOW_Q_RE, RESPECTIVE_RE, asked_tokens, YEARS_Q_RE, defined_terms, negated, question_type
 from backend.reader.spans import (
     FULL_NAME_Q_RE, KIND_RE, PLACE_KINDS, WHAT_IS_RE, agent_of, aligned_span, defined_subject, definition_in,
     described_subject, expansion, first_new, of_kind, predicate_of,
@@ -38,7 +38,8 @@ from backend.types import Cell, TableRow
 
 NOT_ENOUGH = "not enough evidence"
 # A call or an identifier a manual prints as code: "c()", "help.start()", "glp_add_rows", "GLP_FR".
-CODE_WORD_RE = re.compile(r"(?<![\w.])[A-Za-z][\w.]*\([^()]{0,60}\)|\b[A-Za-z]+_[A-Za-z0-9_]+\b")
+CODE_WORD_RE = re.compile(r"(?<![\w.])[A-Za-z][\w.]*\((?P<args>[^()]{0,60})\)|\b[A-Za-z]+_[A-Za-z0-9_]+\b")
+FOOTNOTE_MARK_RE = re.compile(r"\s*(?:\d{1,2}|[a-z]|[ivx]{1,4})\s*")
 # "To set up a vector named x ..., use the R command", "To remove objects the function rm is
 # available", "... by running": a sentence that tells what to use or do.
 INSTRUCTION_RE = re.compile(r"^\s*to\s+[a-z]+\b.*?(?:,|\buse\b|\bthe\b)|\b(?:use|the (?:\w+ )?command|the function \w+|"
@@ -133,7 +134,7 @@ def type_fit(qtype: str, e: EvidenceUnit, question: str, q_tokens: set[str]) -> 
         return (0.5, value) if value else (0.0, None)
     if qtype == "entity":
         if CODE_KIND_Q_RE.search(question):  # "Which routine erases ...": the sentence that names it in code
-            return (1.0, e.whole()) if CODE_WORD_RE.search(e.whole()) else (0.0, None)
+            return (1.0, e.whole()) if code_word(e.whole()) else (0.0, None)
         value = of_kind(text, question, q_tokens) or first_new(ENTITY_RE, text, q_tokens)
         return (1.0, listed(value, text, question)) if value else (0.0, None)
     if qtype == "person":  # "approved by the Board of Directors", else any name
@@ -144,6 +145,12 @@ def type_fit(qtype: str, e: EvidenceUnit, question: str, q_tokens: set[str]) -> 
     if qtype == "yes/no":
         return (1.0, None) if e.coverage >= 0.6 else (0.0, None)
     return 0.0, None
+
+
+def code_word(text: str) -> bool:
+    """Whether a text names a call or an identifier as code (CODE_WORD_RE); a footnote mark or an
+    enumeration in brackets ("market(1)", "item(a)") is none."""
+    return any(m.group("args") is None or not FOOTNOTE_MARK_RE.fullmatch(m.group("args")) for m in CODE_WORD_RE.finditer(text))
 
 
 def listed(value: str, text: str, question: str) -> str:
@@ -164,7 +171,7 @@ def how_fit(e: EvidenceUnit, question: str) -> tuple[float, str | None]:
     are missing values represented?") is answered by a value a manual writes in capitals ("the
     special value NA") as by code."""
     whole = e.whole()
-    code = any(code_line(part) for part in (e.lead, e.text, e.follows) if part) or CODE_WORD_RE.search(whole) is not None
+    code = any(code_line(part) for part in (e.lead, e.text, e.follows) if part) or code_word(whole)
     if not code and HOW_FORM_RE.match(question):
         code = CAPITAL_VALUE_RE.search(e.text) is not None
     if not code:
@@ -253,7 +260,7 @@ def answer_by_rules(question: str, evidence: list[EvidenceUnit], threshold: floa
     computed = compared(q, evidence) or shared_rows(q, evidence)
     if computed is not None:
         return computed
-    q_tokens = content_tokens(q) - QUESTION_WORDS
+    q_tokens = asked_tokens(q)
     qtype = question_type(q)
     decomposed = subqueries > 1
     asks = (subqueries - 1 if asking is None else asking) if decomposed else None
