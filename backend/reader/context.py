@@ -17,11 +17,13 @@ import re
 from backend.graph.corpus import Corpus
 from backend.types import EdgeKind, NodeKind
 
-# A sentence ends on a full stop, question or exclamation mark (a closing quote or bracket may follow).
-ENDED_RE = re.compile(r"[.!?][\"'”’)\]]*$")
+# A sentence ends on a full stop, question or exclamation mark, a list item on a semicolon (a closing
+# quote or bracket may follow).
+ENDED_RE = re.compile(r"[.!?;][\"'”’)\]]*$")
 CODE_LINE_RE = re.compile(r"^\s*(?:[>$%#]\s|[\w.$]+\s*(?:<-|=|->)\s|[\w.]+\([^()]*\)\s*;?\s*$)")
 CONTINUES_RE = re.compile(r"^[a-z]")
-MAX_BLOCKS = 3  # blocks taken on either side
+CAPTION_RE = re.compile(r"^\s*(?:Table|Figure|Fig\.)\s+\d+[:.]")
+MAX_BLOCKS = 6  # blocks taken on either side (a list's items are blocks)
 MAX_CHARS = 400  # characters taken on either side
 SHORT_OPEN_WORDS = 8  # an open sentence this short after a code line announces more code ("An alternative is")
 
@@ -39,11 +41,15 @@ def code_line(text: str) -> bool:
 
 def _step(corpus: Corpus, component: str, forward: bool) -> str | None:
     """The paragraph before or after one in reading order (the NEXT edges); None at a section's end
-    and at a table or figure (a table announced "as follows:" is read by its rows, not appended)."""
+    and at a table, a figure or a caption (a table announced "as follows:" is read by its rows, not
+    appended)."""
     edges = corpus.edges.out_of(component, (EdgeKind.NEXT,)) if forward else corpus.edges.into(component, (EdgeKind.NEXT,))
     for edge in edges:
         other = edge.dst if forward else edge.src
-        return other if corpus.nodes.kind_of(other) == NodeKind.PARAGRAPH else None
+        if corpus.nodes.kind_of(other) != NodeKind.PARAGRAPH or CAPTION_RE.match(corpus.nodes.text_of(other)) \
+                or corpus.edges.out_of(other, (EdgeKind.CAPTION,)):
+            return None  # a table, a figure or a caption
+        return other
     return None
 
 
@@ -54,7 +60,7 @@ def in_paragraph(corpus: Corpus, unit_id: str) -> bool:
 
 def follows(corpus: Corpus, unit_id: str, text: str) -> str:
     """The blocks a unit announces: none when it ends its sentence; else the next blocks in reading
-    order: a sentence left open takes the block after it too; a line of code takes the next one
+    order: a sentence left open or a list item (";") takes the block after it too; a line of code takes the next one
     when that is code or a short open sentence ("An alternative is" before "> ?solve"); up to
     MAX_BLOCKS and MAX_CHARS."""
     if ended(text):
@@ -70,9 +76,9 @@ def follows(corpus: Corpus, unit_id: str, text: str) -> str:
             break
         taken.append(block)
         if not code_line(block):
-            if ended(block):
+            if ended(block) and not block.endswith(";"):
                 break
-            continue  # an open sentence: what it announces comes next
+            continue  # an open sentence: what it announces comes next; a list item: the list goes on
         nxt = _step(corpus, component, forward=True)
         after = corpus.nodes[nxt].text.strip() if nxt is not None else ""
         if not after or not (code_line(after) or (not ended(after) and len(after.split()) <= SHORT_OPEN_WORDS)):
