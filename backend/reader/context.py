@@ -15,28 +15,14 @@ from __future__ import annotations
 import re
 
 from backend.graph.corpus import Corpus
+from backend.reader.patterns import code_line, ended
 from backend.types import EdgeKind, NodeKind
 
-# A sentence ends on a full stop, question or exclamation mark, a list item on a semicolon (a closing
-# quote or bracket may follow).
-ENDED_RE = re.compile(r"[.!?;][\"'”’)\]]*$")
-CODE_LINE_RE = re.compile(r"^\s*(?:[>$%#]\s|[\w.$]+\s*(?:<-|=|->)\s|[\w.]+\([^()]*\)\s*;?\s*$)")
 CONTINUES_RE = re.compile(r"^[a-z]")
 CAPTION_RE = re.compile(r"^\s*(?:Table|Figure|Fig\.)\s+\d+[:.]")
 MAX_BLOCKS = 6  # blocks taken on either side (a list's items are blocks)
 MAX_CHARS = 400  # characters taken on either side
 SHORT_OPEN_WORDS = 8  # an open sentence this short after a code line announces more code ("An alternative is")
-
-
-def ended(text: str) -> bool:
-    """Whether a text ends its sentence ("... is" and "... as follows:" do not)."""
-    text = text.rstrip()
-    return bool(ENDED_RE.search(text)) and not text.endswith(":")
-
-
-def code_line(text: str) -> bool:
-    """A line of code or a command ("> help(solve)", "$ cd work", "x <- c(1, 2)")."""
-    return bool(CODE_LINE_RE.match(text))
 
 
 def _step(corpus: Corpus, component: str, forward: bool) -> str | None:

@@ -6,7 +6,10 @@ when the retriever decomposed the question, its coverage of the subquery that as
 question asks, and a bonus for a unit on a bridge page), extract a short answer from the winner
 (spans.py for text, figures.py for numbers and table rows), cite only the units that support it,
 or abstain with "not enough evidence" when the best evidence is weak or no unit holds the asked
-type and coverage is weak. Comparisons of two names by date and shares of one row in another are
+type and coverage is weak. A sentence answer is never a clipped sentence: a sentence that continues
+another or announces what follows ("the command is", "as follows:") is shown with them (its lead
+and follows, context.py), and a "how do I" question over a manual is answered by the instruction
+and its example (how_fit). Comparisons of two names by date and shares of one row in another are
 computed across units first (computed.py). They do no generation beyond extraction and arithmetic.
 
 The knobs (TYPE_WEIGHT, FINAL_SUBQUERY_WEIGHT, BRIDGE_WEIGHT, ROLE_HOP_WEIGHT, WEAK_COVERAGE,
@@ -25,10 +28,9 @@ from collections.abc import Sequence
 
 from backend.llm.text import QUESTION_WORDS, content_tokens, named_label, row_label
 from backend.reader.computed import compared, shared_rows
-from backend.reader.context import code_line
 from backend.reader.evidence import AnswerReply, EvidenceUnit
 from backend.reader.figures import cell_of_year, number_candidates, row_arithmetic, years_answer, years_counted, years_in
-from backend.reader.patterns import BY_NAME_RE, DATE_RE, DATE_YEAR_RE, ENTITY_RE, FOOTNOTE_LEAD_RE, NAME_RE, PLACE_RE
+from backend.reader.patterns import BY_NAME_RE, code_line, DATE_RE, DATE_YEAR_RE, ENTITY_RE, FOOTNOTE_LEAD_RE, NAME_RE, PLACE_RE
 from backend.reader.questions import HOW_Q_RE, RESPECTIVE_RE, asked_tokens, YEARS_Q_RE, defined_terms, negated, question_type
 from backend.reader.spans import (
     FULL_NAME_Q_RE, KIND_RE, PLACE_KINDS, WHAT_IS_RE, agent_of, aligned_span, defined_subject, definition_in,

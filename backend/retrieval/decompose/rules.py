@@ -10,7 +10,9 @@ a clause describes a bridge with a relative pronoun, a participle ("the country 
 or neither ("the province WRSU-FM broadcasts in"), as MuSiQue composes its questions; a bridge that
 is described by a bridge of its own is split again, so a 3- or 4-hop question gives a subquery per
 hop; comparisons ("A or B", "both A and B") give one subquery per compared entity with the
-compared attribute; no split when nothing calls for one.
+compared attribute; no split when nothing calls for one: a one-hop question stays whole ("How do
+you create a vector in R?": "a vector in R" is a kind of thing in a setting, not a thing to find
+first), and the task's reason says why the rules split a question or left it whole.
 Modality selection applies the prompt's heuristics (numeric totals, percentages, year-by-year
 figures -> table; appearance, colours, logos, charts -> figure; everything else -> text).
 
