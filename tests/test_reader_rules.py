@@ -773,3 +773,32 @@ def test_a_question_for_several_values_gets_the_whole_list():
     text = "The elements of a logical vector can have the values TRUE, FALSE, and NA (for “not available”, see below)."
     out = answer_by_rules("What values can the elements of a logical vector have?", [unit("l", text, 0.6, 0.7)], THRESHOLD)
     assert out.answer == "TRUE, FALSE, and NA"
+
+
+def test_what_a_routine_does_is_read_in_the_sentence_whose_subject_it_is_not_in_an_example_line():
+    evidence = [unit("ex", "s31: glp_simplex(lp, NULL);", 0.6, 0.33),
+                unit("def", "The routine glp_simplex is a driver to the LP solver based on the simplex method.", 0.5, 0.33)]
+    out = answer_by_rules("What does glp_simplex do?", evidence, THRESHOLD)
+    assert out.citations[0] == "def" and "driver to the LP solver" in out.answer
+    # with no sentence that says it, the example line still answers
+    assert answer_by_rules("What does glp_simplex do?", evidence[:1], THRESHOLD).answer == "s31: glp_simplex(lp, NULL);"
+
+
+def test_a_question_for_a_file_gets_the_sentence_naming_it_with_a_dot_files_name_rejoined():
+    evidence = [unit("end", "At the end of each R session you are given the opportunity to save all the currently available objects.",
+                     0.55, 0.6),
+                unit("file", "If you indicate that you want to do this, the objects are written to a file called .", 0.5, 0.6,
+                     follows="RData in the current directory.")]
+    out = answer_by_rules("To which file are the objects written at the end of a session?", evidence, THRESHOLD)
+    assert out.answer == "If you indicate that you want to do this, the objects are written to a file called .RData in the current directory."
+
+
+def test_an_open_sentence_and_a_code_line_are_told_apart():
+    from backend.reader.patterns import code_line, ended
+
+    assert not ended("To get more information on any specific named function, for example solve, the command is")
+    assert not ended("The parameters type, lb, and ub specify the type, lower bound, and upper bound, respectively, as follows:")
+    assert not ended("the objects are written to a file called .")
+    assert ended("Data which is saved will be available in future R sessions.") and ended("GLP_FR — free (unbounded) variable;")
+    assert all(code_line(t) for t in ("> help(solve)", "$ cd work", "x <- c(10.4, 5.6)", "help.start()"))
+    assert not code_line("The routine glp_add_rows adds new rows (constraints) to the problem object.")

@@ -31,7 +31,8 @@ class EvidenceUnit(TaskPayload):
 
     def whole(self) -> str:
         """The text with the sentence it continues and what it announces: what a reader is shown."""
-        return " ".join(part for part in (self.lead.strip(), self.text.strip(), self.follows.strip()) if part)
+        text = " ".join(part for part in (self.lead.strip(), self.text.strip(), self.follows.strip()) if part)
+        return text.replace(" . ", " .") if self.text.rstrip().endswith(" .") else text  # "a file called .RData", split there
 
 
 class AnswerPayload(TaskPayload):

@@ -34,13 +34,15 @@ PLACE_RE = re.compile(r"\b(?:in|at|from|near)\s+((?:[A-Z][\w'’-]+)(?:\s+[A-Z][
 # A sentence ends on a full stop, question or exclamation mark, a list item on a semicolon (a closing
 # quote or bracket may follow).
 ENDED_RE = re.compile(r"[.!?;][\"'”’)\]]*$")
+DOTFILE_SPLIT_RE = re.compile(r"\b(?:called|named|file|directory|folder|in|to|from)\s+\.$", re.I)
 CODE_LINE_RE = re.compile(r"^\s*(?:[>$%#]\s|[\w.$]+\s*(?:<-|=|->)\s|[\w.]+\([^()]*\)\s*;?\s*$)")
 
 
 def ended(text: str) -> bool:
     """Whether a text ends its sentence ("... is" and "... as follows:" do not)."""
     text = text.rstrip()
-    return bool(ENDED_RE.search(text)) and not text.endswith(":")
+    # "... written to a file called ." / "RData5 in the current directory": a split before a dot-file's name
+    return bool(ENDED_RE.search(text)) and not text.endswith(":") and not DOTFILE_SPLIT_RE.search(text)
 
 
 def code_line(text: str) -> bool:

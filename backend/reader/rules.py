@@ -49,6 +49,9 @@ INSTRUCTION_RE = re.compile(r"^\s*to\s+[a-z]+\b.*?(?:,|\buse\b|\bthe\b)|\b(?:use
 # "Which routine ...", "What function ...": a thing a manual names in code
 CODE_KIND_Q_RE = re.compile(r"\b(?:which|what)\s+(?:\w+\s+){0,2}?(?:routines?|functions?|commands?|options?|flags?|macros?|"
                             r"procedures?|calls?|constants?|parameters?|keywords?|operators?|statements?|type of variable)\b", re.I)
+# "Which file ...", "To which directory ...": a file or a folder, named in a manual as a path
+FILE_KIND_Q_RE = re.compile(r"\b(?:which|what)\s+(?:\w+\s+){0,2}?(?:files?|director(?:y|ies)|folders?|paths?)\b", re.I)
+FILE_NAME_RE = re.compile(r"(?<![\w.])(?:\.\w[\w.-]*|[\w-]+\.[a-zA-Z]{1,4}\b|~?/[\w./-]+)")
 # what follows a list's first item: ", B, and C" / " or C"
 LIST_REST_RE = re.compile(r"(?:\s*,\s*[^,;.()]{1,30}?)*,?\s+(?:and|or)\s+[^,;.()\s][^,;.()]{0,29}")
 # "How are missing values represented?": the form a thing takes, not a way of doing
@@ -137,6 +140,8 @@ def type_fit(qtype: str, e: EvidenceUnit, question: str, q_tokens: set[str]) -> 
     if qtype == "entity":
         if CODE_KIND_Q_RE.search(question):  # "Which routine erases ...": the sentence that names it in code
             return (1.0, e.whole()) if code_word(e.whole()) else (0.0, None)
+        if FILE_KIND_Q_RE.search(question):  # "To which file ...": the sentence that names it (".RData")
+            return (1.0, e.whole()) if FILE_NAME_RE.search(e.whole()) else (0.0, None)
         value = of_kind(text, question, q_tokens) or first_new(ENTITY_RE, text, q_tokens)
         return (1.0, listed(value, text, question)) if value else (0.0, None)
     if qtype == "person":  # "approved by the Board of Directors", else any name
