@@ -31,7 +31,7 @@ from backend.reader.computed import compared, shared_rows
 from backend.reader.evidence import AnswerReply, EvidenceUnit
 from backend.reader.figures import cell_of_year, number_candidates, row_arithmetic, years_answer, years_counted, years_in
 from backend.reader.patterns import BY_NAME_RE, code_line, DATE_RE, DATE_YEAR_RE, ENTITY_RE, FOOTNOTE_LEAD_RE, NAME_RE, PLACE_RE
-from backend.reader.questions import HOW_Q_RE, RESPECTIVE_RE, asked_tokens, YEARS_Q_RE, defined_terms, negated, question_type
+from backend.reader.questions import HOW_Q_RE, OPTION_RE, RESPECTIVE_RE, asked_tokens, YEARS_Q_RE, defined_terms, negated, question_type
 from backend.reader.spans import (
     FULL_NAME_Q_RE, KIND_RE, PLACE_KINDS, WHAT_IS_RE, agent_of, aligned_span, defined_subject, definition_in,
     described_subject, expansion, first_new, of_kind, predicate_of,
@@ -155,9 +155,10 @@ def type_fit(qtype: str, e: EvidenceUnit, question: str, q_tokens: set[str]) -> 
 
 
 def code_word(text: str) -> bool:
-    """Whether a text names a call or an identifier as code (CODE_WORD_RE); a footnote mark or an
-    enumeration in brackets ("market(1)", "item(a)") is none."""
-    return any(m.group("args") is None or not FOOTNOTE_MARK_RE.fullmatch(m.group("args")) for m in CODE_WORD_RE.finditer(text))
+    """Whether a text names a call, an identifier (CODE_WORD_RE) or a command-line option ("-c",
+    "--check") as code; a footnote mark or an enumeration in brackets ("market(1)", "item(a)") is none."""
+    return any(m.group("args") is None or not FOOTNOTE_MARK_RE.fullmatch(m.group("args")) for m in CODE_WORD_RE.finditer(text)) \
+        or OPTION_RE.search(text) is not None
 
 
 def listed(value: str, text: str, question: str) -> str:
