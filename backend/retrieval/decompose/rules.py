@@ -296,8 +296,10 @@ def _kind_in_context(m: re.Match) -> bool:
     first: "a vector in R", "the options for gcc" (a preposition other than "of", or an indefinite
     article, before a noun that is no person, place, organisation or work: ENTITY_NOUNS). "the
     director of the film X" and "the community of Faith Lutheran ..." stay bridges."""
-    determiner, *_, noun = m.group(1).lower().split()
-    return noun not in ENTITY_NOUNS and (m.group(2) != "of" or determiner in ("a", "an"))
+    determiner, *words = m.group(1).lower().split()
+    if len(words) > 1 and (words[-1] in TRAILING_VERBS or words[-1].endswith("ed")):
+        words = words[:-1]  # a participle after its noun: "a boarding school opened | by ...", "this gospel singer born | in ..."
+    return words[-1] not in ENTITY_NOUNS and (m.group(2) != "of" or determiner in ("a", "an"))
 
 
 def _of_bridge(q: str) -> list[str] | None:
