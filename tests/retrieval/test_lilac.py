@@ -462,3 +462,9 @@ def test_rules_say_why_they_split():
     assert "'the performer of Green' names what the question asks about" in decompose_answer(
         "Who is the spouse of the Green performer?")["reason"]
     assert "compares" in decompose_answer("Is Paris or Rome older?")["reason"]
+
+
+def test_rules_keep_a_bridge_whose_noun_a_participle_follows():
+    # "a boarding school opened by ..." describes a school (an entity with a page of its own), found first.
+    subs = decompose("Which Australian city founded in 1838 contains a boarding school opened by a Prime Minister of Australia?")
+    assert len(subs) == 2 and subs[0]["text"] == "a boarding school opened by a Prime Minister of Australia"
