@@ -720,3 +720,85 @@ def test_a_rows_figures_are_its_cells_not_its_table_label_nor_a_date_in_a_header
     row = row_unit("r", "Table 1", [("column 1", "Deferred revenue (non-current)"), ("Balance at Beginning of Period (1/1/19)", "$3,707"), ("Increase / (Decrease)", "$(263)")], 0.6, 0.6)
     out = answer_by_rules("What was the Deferred Revenue as reported?", [row], THRESHOLD)
     assert out.answer in ("$3,707", "$(263)"), out
+
+
+# ---------------------------------------------------------------- manuals: instructions, whole sentences
+# Units as the reader scores them on R-intro.pdf (Debian's r-doc-pdf): a manual writes an
+# instruction across blocks, the code line on its own ("... the command is" / "> help(solve)").
+
+
+def test_a_how_question_is_answered_by_the_instruction_and_its_example():
+    evidence = [
+        unit("y", "would create a vector y with 11 entries consisting of two copies of x with a zero in the middle place.",
+             0.62, 0.67, lead="The further assignment > y <- c(x, 0, x)"),
+        unit("x", "To set up a vector named x, say, consisting of five numbers, namely 10.4, 5.6, 3.1, 6.4 and 21.7, use the R command",
+             0.55, 0.33, follows="> x <- c(10.4, 5.6, 3.1, 6.4, 21.7)"),
+        unit("n", "A number occurring by itself in an expression is taken as a vector of length one.", 0.58, 0.33),
+    ]
+    out = answer_by_rules("How do you create a vector in R?", evidence, THRESHOLD)
+    assert out.citations[0] == "x"
+    assert out.answer.startswith("To set up a vector named x") and out.answer.endswith("> x <- c(10.4, 5.6, 3.1, 6.4, 21.7)")
+
+
+def test_an_open_sentence_is_shown_with_what_it_announces():
+    text = "To get more information on any specific named function, for example solve, the command is"
+    evidence = [unit("h", text, 0.6, 0.5, follows="> help(solve) An alternative is > ?solve"),
+                unit("r", "R has an inbuilt help facility similar to the man facility of UNIX.", 0.5, 0.25)]
+    out = answer_by_rules("How do you get help on a specific function?", evidence, THRESHOLD)
+    assert out.answer == f"{text} > help(solve) An alternative is > ?solve"
+    # a sentence question answered by an open sentence is not clipped to its predicate either
+    out = answer_by_rules("What is the command for more information on a specific named function?", evidence, THRESHOLD)
+    assert "> help(solve)" in out.answer and not out.answer.endswith("the command is")
+
+
+def test_a_how_question_of_a_form_is_answered_by_the_value_the_manual_writes():
+    evidence = [
+        unit("nan", "Note that there is a second kind of “missing” values which are produced by numerical computation, "
+             "the so-called Not a Number, NaN, values.", 0.6, 0.67),
+        unit("na", "When an element or value is “not available” or a “missing value” in the statistical sense, a place "
+             "within a vector may be reserved for it by assigning it the special value NA.", 0.55, 0.67),
+    ]
+    out = answer_by_rules("How are missing values represented?", evidence, THRESHOLD)
+    assert out.citations[0] == "na" and out.answer.endswith("the special value NA.")
+
+
+def test_a_question_for_a_routine_is_answered_by_the_sentence_naming_it():
+    evidence = [unit("note", "Note", 0.6, 0.0),
+                unit("erase", "The routine glp_erase_prob erases the content of the specified problem object.", 0.55, 0.6)]
+    out = answer_by_rules("Which routine erases the content of a problem object?", evidence, THRESHOLD)
+    assert out.answer == "The routine glp_erase_prob erases the content of the specified problem object."
+
+
+def test_a_question_for_several_values_gets_the_whole_list():
+    text = "The elements of a logical vector can have the values TRUE, FALSE, and NA (for “not available”, see below)."
+    out = answer_by_rules("What values can the elements of a logical vector have?", [unit("l", text, 0.6, 0.7)], THRESHOLD)
+    assert out.answer == "TRUE, FALSE, and NA"
+
+
+def test_what_a_routine_does_is_read_in_the_sentence_whose_subject_it_is_not_in_an_example_line():
+    evidence = [unit("ex", "s31: glp_simplex(lp, NULL);", 0.6, 0.33),
+                unit("def", "The routine glp_simplex is a driver to the LP solver based on the simplex method.", 0.5, 0.33)]
+    out = answer_by_rules("What does glp_simplex do?", evidence, THRESHOLD)
+    assert out.citations[0] == "def" and "driver to the LP solver" in out.answer
+    # with no sentence that says it, the example line still answers
+    assert answer_by_rules("What does glp_simplex do?", evidence[:1], THRESHOLD).answer == "s31: glp_simplex(lp, NULL);"
+
+
+def test_a_question_for_a_file_gets_the_sentence_naming_it_with_a_dot_files_name_rejoined():
+    evidence = [unit("end", "At the end of each R session you are given the opportunity to save all the currently available objects.",
+                     0.55, 0.6),
+                unit("file", "If you indicate that you want to do this, the objects are written to a file called .", 0.5, 0.6,
+                     follows="RData in the current directory.")]
+    out = answer_by_rules("To which file are the objects written at the end of a session?", evidence, THRESHOLD)
+    assert out.answer == "If you indicate that you want to do this, the objects are written to a file called .RData in the current directory."
+
+
+def test_an_open_sentence_and_a_code_line_are_told_apart():
+    from backend.reader.patterns import code_line, ended
+
+    assert not ended("To get more information on any specific named function, for example solve, the command is")
+    assert not ended("The parameters type, lb, and ub specify the type, lower bound, and upper bound, respectively, as follows:")
+    assert not ended("the objects are written to a file called .")
+    assert ended("Data which is saved will be available in future R sessions.") and ended("GLP_FR — free (unbounded) variable;")
+    assert all(code_line(t) for t in ("> help(solve)", "$ cd work", "x <- c(10.4, 5.6)", "help.start()"))
+    assert not code_line("The routine glp_add_rows adds new rows (constraints) to the problem object.")

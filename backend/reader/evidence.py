@@ -26,6 +26,13 @@ class EvidenceUnit(TaskPayload):
                         "unit of another subquery names (the asking subquery's answer is read there).")
     hop: int = Field(0, description="1 for a bridge page; 2 for a page a bridge page names by the role the asking subquery asks about.")
     row: TableRow | None = Field(None, description="A table row's cells (kind 'row'); its text is row.index_text().")
+    lead: str = Field("", description="The blocks before it that open the sentence it continues (it starts with a lower-case word).")
+    follows: str = Field("", description="The blocks it announces (its sentence is left open: 'the command is', 'as follows:').")
+
+    def whole(self) -> str:
+        """The text with the sentence it continues and what it announces: what a reader is shown."""
+        text = " ".join(part for part in (self.lead.strip(), self.text.strip(), self.follows.strip()) if part)
+        return text.replace(" . ", " .") if self.text.rstrip().endswith(" .") else text  # "a file called .RData", split there
 
 
 class AnswerPayload(TaskPayload):

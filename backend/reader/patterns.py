@@ -1,5 +1,5 @@
-"""What the reader's rules look for in a unit's text: years, dates, numbers, names, places and the
-words that open a sentence. Patterns only; what a question asks is backend/reader/questions.py."""
+"""What the reader's rules look for in a unit's text: years, dates, numbers, names, places, the
+words that open a sentence, whether a text ends its sentence and whether it is a line of code. Patterns only; what a question asks is backend/reader/questions.py."""
 
 from __future__ import annotations
 
@@ -31,3 +31,20 @@ FOOTNOTE_LEAD_RE = re.compile(r"^\(\d{1,2}\)\s+(?=[A-Z])")  # "(2) Original Equi
 
 BY_NAME_RE = re.compile(r"\bby (?:the )?([A-Z][\w'’-]+(?:\s+(?:(?:of|and|&|for)\s+)?(?:[A-Z]\.|[A-Z][\w'’-]+))*)")
 PLACE_RE = re.compile(r"\b(?:in|at|from|near)\s+((?:[A-Z][\w'’-]+)(?:\s+[A-Z][\w'’-]+)*)")
+# A sentence ends on a full stop, question or exclamation mark, a list item on a semicolon (a closing
+# quote or bracket may follow).
+ENDED_RE = re.compile(r"[.!?;][\"'”’)\]]*$")
+DOTFILE_SPLIT_RE = re.compile(r"\b(?:called|named|file|directory|folder|in|to|from)\s+\.$", re.I)
+CODE_LINE_RE = re.compile(r"^\s*(?:[>$%#]\s|[\w.$]+\s*(?:<-|=|->)\s|[\w.]+\([^()]*\)\s*;?\s*$)")
+
+
+def ended(text: str) -> bool:
+    """Whether a text ends its sentence ("... is" and "... as follows:" do not)."""
+    text = text.rstrip()
+    # "... written to a file called ." / "RData5 in the current directory": a split before a dot-file's name
+    return bool(ENDED_RE.search(text)) and not text.endswith(":") and not DOTFILE_SPLIT_RE.search(text)
+
+
+def code_line(text: str) -> bool:
+    """A line of code or a command ("> help(solve)", "$ cd work", "x <- c(1, 2)")."""
+    return bool(CODE_LINE_RE.match(text))

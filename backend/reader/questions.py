@@ -1,12 +1,13 @@
 """What a question asks for: its type (yes/no, person, date, place, definition, number, entity or
-sentence), the term a definition question asks about, whether a text is negated, and which of the
-retriever's subqueries asks what the whole question asks."""
+sentence; a "how do I" question is a sentence question that asks for an instruction), the term a definition question asks about, whether a
+text is negated, and which of the retriever's subqueries asks what the whole question asks."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
 
+from backend.llm.text import QUESTION_WORDS, content_tokens
 from backend.reader.patterns import YEAR_RE
 
 YESNO_RE = re.compile(r"^(is|are|was|were|does|do|did|can|could|has|have|had|will|would|should|may)\b", re.I)
@@ -32,6 +33,12 @@ RESPECTIVE_RE = re.compile(r"\brespective(ly)?\b", re.I)
 
 ENTITY_Q_RE = re.compile(r"^\s*(which|what)\s+(?!(is|was|are|were|does|do|did|has|have|had|can|could|will|would)\b)[a-z]", re.I)
 
+# "How do you create a vector?", "How can I quit?", "How to read a file?", "How are missing values
+# represented?": an instruction or a way of doing, answered by the sentence that gives it and its example.
+HOW_Q_RE = re.compile(r"^\s*how\s+(?:do|does|can|could|should|would|will|may|must|to|is|are|was|were)\b"
+                      r"(?!\s+(?:it|they|there)\s+(?:compare|differ|change))", re.I)
+# "How do you ...", "can I", "should one": the asker and the auxiliary, no words of what is asked
+ASKER_RE = re.compile(r"\b(?:do|does|can|could|should|would|will|may|must|shall)\s+(?:i|you|we|one)\b", re.I)
 REASON_Q_RE = re.compile(r"\b(reason|why|explain|describe|what caused|how did)\b", re.I)
 
 _WH = r"(?:who|whom|whose|what|which|when|where|how)"
@@ -73,7 +80,8 @@ TERM_NOISE = {"the", "a", "an", "option", "flag", "switch", "command", "function
 
 
 def question_type(question: str) -> str:
-    """What the question asks for: yes/no, person, date, place, definition, number or sentence."""
+    """What the question asks for: yes/no, person, date, place, definition, number, entity or
+    sentence (HOW_Q_RE tells the sentence questions that ask for an instruction)."""
     q = question.strip()
     if YESNO_RE.match(q):
         return "yes/no"
@@ -94,6 +102,12 @@ def question_type(question: str) -> str:
     if ENTITY_Q_RE.search(q) or NAME_OF_RE.search(q) or ENTITY_MID_RE.search(q):
         return "entity"
     return "sentence"
+
+
+def asked_tokens(question: str) -> set[str]:
+    """The question's content words, less the question words and the asker ("How do you create a
+    vector?" asks about creating a vector: a sentence saying "you" and "do" covers none of it)."""
+    return content_tokens(question) - QUESTION_WORDS - content_tokens(" ".join(m.group(0) for m in ASKER_RE.finditer(question)))
 
 
 def defined_terms(question: str) -> list[str]:

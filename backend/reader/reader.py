@@ -24,13 +24,14 @@ from backend.graph.corpus import Corpus
 from backend.index.texts import strip_qualifier
 from backend.llm.base import LLMBackend
 from backend.llm.text import QUESTION_WORDS, content_tokens
+from backend.reader.context import follows, in_paragraph, lead
 from backend.reader.evidence import AnswerPayload, EvidenceUnit
-from backend.reader.questions import asking_subquery
+from backend.reader.questions import asked_tokens, asking_subquery
 from backend.reader.rules import NOT_ENOUGH
 from backend.reader.task import ANSWER
 from backend.retrieval.titles import title_index
 from backend.stages.references import named_in, question_references, reference_words
-from backend.types import Answer, Citation, DecomposeStep, EvidencePack, Trace
+from backend.types import Answer, Citation, DecomposeStep, EvidencePack, NodeKind, Trace
 
 MAX_EVIDENCE = 8
 # "When was the star of the Netflix series born": a role of the bridge, asked about (reader.role_pages)
@@ -90,7 +91,7 @@ class EvidenceReader:
         q_text, q_sub = qvecs
         subs = self.corpus.layers["subcomponents"]
         comps = self.corpus.layers["components"]
-        q_tokens = content_tokens(question) - QUESTION_WORDS
+        q_tokens = asked_tokens(question)
         sub_tokens = [content_tokens(s) - QUESTION_WORDS for s in subqueries] if len(subqueries) > 1 else []
         refs = question_references(question)
         place_tokens = (content_tokens(reference_words(question)) - QUESTION_WORDS) & q_tokens if refs else set()
@@ -120,9 +121,18 @@ class EvidenceReader:
                 scored.append(EvidenceUnit(
                     id=sid, kind=node.kind.value, text=node.text, score=round(score, 4), cosine=round(cos, 4),
                     coverage=round(coverage, 4), role=unit.role, subquery=sq, sub_coverage=round(sq_cov, 4), row=node.row,
+                    **self.reading_context(sid, node.kind),
                 ))
         scored.sort(key=lambda e: (-e.score, e.id))
         return self.on_bridge_pages(question, scored, subqueries)
+
+    def reading_context(self, unit_id: str, kind: NodeKind) -> dict[str, str]:
+        """A paragraph sentence's lead and what it announces (context.py); none for tables, rows,
+        figures and objects."""
+        if kind not in (NodeKind.SENTENCE, NodeKind.PARAGRAPH) or not in_paragraph(self.corpus, unit_id):
+            return {}
+        text = self.corpus.nodes[unit_id].text
+        return {"lead": lead(self.corpus, unit_id, text), "follows": follows(self.corpus, unit_id, text)}
 
     def on_bridge_pages(self, question: str, scored: list[EvidenceUnit], subqueries: Sequence[str]) -> list[EvidenceUnit]:
         """Marks the units of the bridge pages: the documents that the best unit of each subquery

@@ -6,7 +6,10 @@ when the retriever decomposed the question, its coverage of the subquery that as
 question asks, and a bonus for a unit on a bridge page), extract a short answer from the winner
 (spans.py for text, figures.py for numbers and table rows), cite only the units that support it,
 or abstain with "not enough evidence" when the best evidence is weak or no unit holds the asked
-type and coverage is weak. Comparisons of two names by date and shares of one row in another are
+type and coverage is weak. A sentence answer is never a clipped sentence: a sentence that continues
+another or announces what follows ("the command is", "as follows:") is shown with them (its lead
+and follows, context.py), and a "how do I" question over a manual is answered by the instruction
+and its example (how_fit). Comparisons of two names by date and shares of one row in another are
 computed across units first (computed.py). They do no generation beyond extraction and arithmetic.
 
 The knobs (TYPE_WEIGHT, FINAL_SUBQUERY_WEIGHT, BRIDGE_WEIGHT, ROLE_HOP_WEIGHT, WEAK_COVERAGE,
@@ -27,8 +30,8 @@ from backend.llm.text import QUESTION_WORDS, content_tokens, named_label, row_la
 from backend.reader.computed import compared, shared_rows
 from backend.reader.evidence import AnswerReply, EvidenceUnit
 from backend.reader.figures import cell_of_year, number_candidates, row_arithmetic, years_answer, years_counted, years_in
-from backend.reader.patterns import BY_NAME_RE, DATE_RE, DATE_YEAR_RE, ENTITY_RE, FOOTNOTE_LEAD_RE, NAME_RE, PLACE_RE
-from backend.reader.questions import RESPECTIVE_RE, YEARS_Q_RE, defined_terms, negated, question_type
+from backend.reader.patterns import BY_NAME_RE, code_line, DATE_RE, DATE_YEAR_RE, ENTITY_RE, FOOTNOTE_LEAD_RE, NAME_RE, PLACE_RE
+from backend.reader.questions import HOW_Q_RE, OPTION_RE, RESPECTIVE_RE, asked_tokens, YEARS_Q_RE, defined_terms, negated, question_type
 from backend.reader.spans import (
     FULL_NAME_Q_RE, KIND_RE, PLACE_KINDS, WHAT_IS_RE, agent_of, aligned_span, defined_subject, definition_in,
     described_subject, expansion, first_new, of_kind, predicate_of,
@@ -36,6 +39,24 @@ from backend.reader.spans import (
 from backend.types import Cell, TableRow
 
 NOT_ENOUGH = "not enough evidence"
+# A call or an identifier a manual prints as code: "c()", "help.start()", "glp_add_rows", "GLP_FR".
+CODE_WORD_RE = re.compile(r"(?<![\w.])[A-Za-z][\w.]*\((?P<args>[^()]{0,60})\)|\b[A-Za-z]+_[A-Za-z0-9_]+\b")
+FOOTNOTE_MARK_RE = re.compile(r"\s*(?:\d{1,2}|[a-z]|[ivx]{1,4})\s*")
+# "To set up a vector named x ..., use the R command", "To remove objects the function rm is
+# available", "... by running": a sentence that tells what to use or do.
+INSTRUCTION_RE = re.compile(r"^\s*to\s+[a-z]+\b.*?(?:,|\buse\b|\bthe\b)|\b(?:use|the (?:\w+ )?command|the function \w+|"
+                            r"the routine \w+|by running|is available|can be used|may be used)\b", re.I)
+# "Which routine ...", "What function ...": a thing a manual names in code
+CODE_KIND_Q_RE = re.compile(r"\b(?:which|what)\s+(?:\w+\s+){0,2}?(?:routines?|functions?|commands?|options?|flags?|macros?|"
+                            r"procedures?|calls?|constants?|parameters?|keywords?|operators?|statements?|type of variable)\b", re.I)
+# "Which file ...", "To which directory ...": a file or a folder, named in a manual as a path
+FILE_KIND_Q_RE = re.compile(r"\b(?:which|what)\s+(?:\w+\s+){0,2}?(?:files?|director(?:y|ies)|folders?|paths?)\b", re.I)
+FILE_NAME_RE = re.compile(r"(?<![\w.])(?:\.\w[\w.-]*|[\w-]+\.[a-zA-Z]{1,4}\b|~?/[\w./-]+)")
+# what follows a list's first item: ", B, and C" / " or C"
+LIST_REST_RE = re.compile(r"(?:\s*,\s*[^,;.()]{1,30}?)*,?\s+(?:and|or)\s+[^,;.()\s][^,;.()]{0,29}")
+# "How are missing values represented?": the form a thing takes, not a way of doing
+HOW_FORM_RE = re.compile(r"^\s*how\s+(?:is|are|was|were)\b", re.I)
+CAPITAL_VALUE_RE = re.compile(r"\b(?:value|values|as|marker|symbol|constant)\s+[A-Z][A-Z_]{1,}\b")
 
 TYPED = ("number", "date", "person", "place", "definition")
 TYPE_WEIGHT = 0.5  # a unit of the asked type ranks above any eligible unit without one
@@ -62,6 +83,9 @@ LABEL_WEIGHT = 0.1
 def type_fit(qtype: str, e: EvidenceUnit, question: str, q_tokens: set[str]) -> tuple[float, str | None]:
     """How well a unit holds what the question asks for (0: not at all), and the short answer in it."""
     text = e.text
+    how = qtype == "sentence" and HOW_Q_RE.search(question) is not None
+    if how:
+        return how_fit(e, question)
     if qtype not in ("yes/no", "definition"):
         aligned = aligned_span(qtype, text, question, q_tokens)
         if aligned is not None:
@@ -114,8 +138,12 @@ def type_fit(qtype: str, e: EvidenceUnit, question: str, q_tokens: set[str]) -> 
         value = first_new(NAME_RE, text, q_tokens)
         return (0.5, value) if value else (0.0, None)
     if qtype == "entity":
+        if CODE_KIND_Q_RE.search(question):  # "Which routine erases ...": the sentence that names it in code
+            return (1.0, e.whole()) if code_word(e.whole()) else (0.0, None)
+        if FILE_KIND_Q_RE.search(question):  # "To which file ...": the sentence that names it (".RData")
+            return (1.0, e.whole()) if FILE_NAME_RE.search(e.whole()) else (0.0, None)
         value = of_kind(text, question, q_tokens) or first_new(ENTITY_RE, text, q_tokens)
-        return (1.0, value) if value else (0.0, None)
+        return (1.0, listed(value, text, question)) if value else (0.0, None)
     if qtype == "person":  # "approved by the Board of Directors", else any name
         value = first_new(BY_NAME_RE, text, q_tokens) or first_new(NAME_RE, text, q_tokens)
         return (1.0, value) if value else (0.0, None)
@@ -124,6 +152,39 @@ def type_fit(qtype: str, e: EvidenceUnit, question: str, q_tokens: set[str]) -> 
     if qtype == "yes/no":
         return (1.0, None) if e.coverage >= 0.6 else (0.0, None)
     return 0.0, None
+
+
+def code_word(text: str) -> bool:
+    """Whether a text names a call, an identifier (CODE_WORD_RE) or a command-line option ("-c",
+    "--check") as code; a footnote mark or an enumeration in brackets ("market(1)", "item(a)") is none."""
+    return any(m.group("args") is None or not FOOTNOTE_MARK_RE.fullmatch(m.group("args")) for m in CODE_WORD_RE.finditer(text)) \
+        or OPTION_RE.search(text) is not None
+
+
+def listed(value: str, text: str, question: str) -> str:
+    """The whole list a name stands first in when the question asks for several ("What values can
+    ... have?" -> "TRUE, FALSE, and NA", not "TRUE")."""
+    kind = KIND_RE.search(question)
+    if kind is None or not kind.group(1).split()[0].lower().endswith("s"):
+        return value
+    m = re.match(re.escape(value) + LIST_REST_RE.pattern, text[text.find(value):]) if value in text else None
+    return m.group(0).strip() if m else value
+
+
+def how_fit(e: EvidenceUnit, question: str) -> tuple[float, str | None]:
+    """An instruction with its example: a unit whose whole (context.py: its lead and what it
+    announces) holds a line of code or a call ("> help(solve)", "x <- c(10.4, 5.6)", "glp_add_rows")
+    fits 1 and is the answer, whole; one that tells what to use or do ("To set up a vector ...,
+    use the R command", "the function rm is available") fits half more. A question of a form ("How
+    are missing values represented?") is answered by a value a manual writes in capitals ("the
+    special value NA") as by code."""
+    whole = e.whole()
+    code = any(code_line(part) for part in (e.lead, e.text, e.follows) if part) or code_word(whole)
+    if not code and HOW_FORM_RE.match(question):
+        code = CAPITAL_VALUE_RE.search(e.text) is not None
+    if not code:
+        return 0.0, None
+    return 1.0 + 0.5 * (INSTRUCTION_RE.search(e.lead or e.text) is not None), whole
 
 
 def _abstain(best: float, why: str) -> AnswerReply:
@@ -207,7 +268,7 @@ def answer_by_rules(question: str, evidence: list[EvidenceUnit], threshold: floa
     computed = compared(q, evidence) or shared_rows(q, evidence)
     if computed is not None:
         return computed
-    q_tokens = content_tokens(q) - QUESTION_WORDS
+    q_tokens = asked_tokens(q)
     qtype = question_type(q)
     decomposed = subqueries > 1
     asks = (subqueries - 1 if asking is None else asking) if decomposed else None
@@ -243,11 +304,14 @@ def answer_by_rules(question: str, evidence: list[EvidenceUnit], threshold: floa
     if answer is None and qtype in ("sentence", "entity"):
         answer = cell_of_year(q, chosen)
     if answer is None and qtype == "sentence":
-        predicate = None if WHAT_IS_RE.match(q) else predicate_of(chosen.text, q_tokens)
-        answer = predicate or FOOTNOTE_LEAD_RE.sub("", chosen.text.strip())
+        # What the sentence says of the question's subject, when the sentence is whole in the unit;
+        # a sentence that continues another or announces what follows is shown whole, with them.
+        whole = not (chosen.lead or chosen.follows)
+        predicate = None if WHAT_IS_RE.match(q) or not whole else predicate_of(chosen.text, q_tokens)
+        answer = predicate or FOOTNOTE_LEAD_RE.sub("", chosen.whole())
     if answer is None:
         kind = f"{qtype} (no short answer found; quoting the evidence)"
-        answer = chosen.text.strip()
+        answer = chosen.whole()
     defining = {eligible[i].id for (_, f, _), i in ranks if f > 0} if qtype == "definition" else None
     cited = supporting(chosen, eligible, span, decomposed, defining)
     return AnswerReply(answer=answer, citations=cited, abstain=False, confidence=round(chosen.score, 3),

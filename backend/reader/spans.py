@@ -8,7 +8,7 @@ import re
 
 from backend.llm.text import QUESTION_WORDS, WORD_RE, content_tokens, content_tokens_each
 from backend.reader.patterns import (
-    ADJECTIVE_USE_RE, COMPOUND_RE, DATE_RE, DATE_YEAR_RE, ENTITY_RE, MONTH_RE, NUMBER_RE, SENTENCE_OPENERS,
+    ADJECTIVE_USE_RE, COMPOUND_RE, DATE_RE, DATE_YEAR_RE, ENTITY_RE, MONTH_RE, NUMBER_RE, SENTENCE_OPENERS, code_line,
 )
 from backend.reader.questions import NEXT_OPTION_RE, YEARS_Q_RE
 
@@ -18,11 +18,22 @@ def _inside_brackets(text: str, pos: int) -> bool:
     return before.count("[") > before.count("]") or before.count("{") > before.count("}")
 
 
+# "The routine glp_simplex is ...", "The function rm ...": the term as the subject its kind names
+SUBJECT_LEAD_RE = re.compile(r"\s*(?:the\s+)?(?:(?:routine|function|command|option|macro|parameter|constant|flag|"
+                             r"variable|program|utility|method|keyword|operator)\s+)?", re.I)
+
+
+EXAMPLE_FIT = 0.3  # an example's line answers "what does X do" only when no sentence says it
+
+
 def definition_in(text: str, terms: list[str]) -> tuple[float, str | None]:
     """(fit, the definition) of a unit for a definition question: an option-list item that starts
-    with the term ("-c, --check  checks the syntax only") fits 1; the term defined inside a run-on
-    paragraph fits 0.8; a mention inside brackets (a usage line "[-c]") does not count."""
+    with the term ("-c, --check  checks the syntax only") or a sentence whose subject it is ("The
+    routine glp_simplex is a driver ...") fits 1; the term defined inside a run-on paragraph fits
+    0.8; a line of code using it ("s31: glp_simplex(lp, NULL);", an example) fits EXAMPLE_FIT; a
+    mention inside brackets (a usage line "[-c]") does not count."""
     best: tuple[float, str | None] = (0.0, None)
+    example = code_line(re.sub(r"^\w+:\s+", "", text))  # "s31: glp_simplex(lp, NULL);": a numbered example line
     for term in terms:
         for m in re.finditer(rf"(?<![\w\[-]){re.escape(term)}(?![\w])", text, re.I):
             if _inside_brackets(text, m.start()) or "usage" in text[: m.start()].lower()[-40:]:
@@ -33,7 +44,7 @@ def definition_in(text: str, terms: list[str]) -> tuple[float, str | None]:
                 rest = ""
             if not rest or len(rest.split()) < 2:
                 continue
-            fit = 1.0 if m.start() <= 3 else 0.8
+            fit = EXAMPLE_FIT if example else 1.0 if m.start() <= 3 or SUBJECT_LEAD_RE.fullmatch(text[:m.start()]) else 0.8
             if fit > best[0]:
                 best = (fit, rest.rstrip(".") if term.startswith("-") else None)
     return best

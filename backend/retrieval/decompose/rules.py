@@ -10,7 +10,9 @@ a clause describes a bridge with a relative pronoun, a participle ("the country 
 or neither ("the province WRSU-FM broadcasts in"), as MuSiQue composes its questions; a bridge that
 is described by a bridge of its own is split again, so a 3- or 4-hop question gives a subquery per
 hop; comparisons ("A or B", "both A and B") give one subquery per compared entity with the
-compared attribute; no split when nothing calls for one.
+compared attribute; no split when nothing calls for one: a one-hop question stays whole ("How do
+you create a vector in R?": "a vector in R" is a kind of thing in a setting, not a thing to find
+first), and the task's reason says why the rules split a question or left it whole.
 Modality selection applies the prompt's heuristics (numeric totals, percentages, year-by-year
 figures -> table; appearance, colours, logos, charts -> figure; everything else -> text).
 
@@ -289,13 +291,25 @@ MEASURE_NOUNS = frozenset((
 ).split())
 
 
+def _kind_in_context(m: re.Match) -> bool:
+    """Whether an OF_BRIDGE_RE match names a kind of thing in a setting rather than a thing to find
+    first: "a vector in R", "the options for gcc" (a preposition other than "of", or an indefinite
+    article, before a noun that is no person, place, organisation or work: ENTITY_NOUNS). "the
+    director of the film X" and "the community of Faith Lutheran ..." stay bridges."""
+    determiner, *words = m.group(1).lower().split()
+    if len(words) > 1 and (words[-1] in TRAILING_VERBS or words[-1].endswith("ed")):
+        words = words[:-1]  # a participle after its noun: "a boarding school opened | by ...", "this gospel singer born | in ..."
+    return words[-1] not in ENTITY_NOUNS and (m.group(2) != "of" or determiner in ("a", "an"))
+
+
 def _of_bridge(q: str) -> list[str] | None:
     """'The director of the romantic comedy "Big Stone Gap" is based in what city' ->
     ['the director of the romantic comedy "Big Stone Gap"', 'The director is based in what city'].
     No bridge is a year or a page ("the percentage change in X from 2018 to 2019"), nor a figure's
     noun (MEASURE_NOUNS: "What was the change in the amount for Appliances in 2019 from 2018?")."""
     m = next((m for m in OF_BRIDGE_RE.finditer(q)
-              if not NUMBER_NAME_RE.search(m.group(3)) and m.group(1).split()[-1].lower() not in MEASURE_NOUNS), None)
+              if not NUMBER_NAME_RE.search(m.group(3)) and m.group(1).split()[-1].lower() not in MEASURE_NOUNS
+              and not _kind_in_context(m)), None)
     if not m:
         return None
     rest = _clean(q[: m.start()] + m.group(1) + q[m.end():])
@@ -374,16 +388,28 @@ def _held_by_the_bridge(parts: list[str]) -> list[str]:
     return parts
 
 
-def decompose(question: str) -> list[dict[str, Any]]:
+def _why_not_split(q: str) -> str:
+    """Why a question stays whole: what the rules looked for, and a phrase that looked like a bridge
+    but names a kind of thing in a setting ("a vector in R")."""
+    why = ("one hop: no comparison, and no relative clause, possessive name, role or of-phrase that names "
+           "another person, place, organisation or work to find first")
+    kinds = [m.group(0) for m in OF_BRIDGE_RE.finditer(q) if _kind_in_context(m)]
+    return why + (f"; '{kinds[0]}' names a kind of thing in a setting, not a thing to find first" if kinds else "")
+
+
+def decompose_why(question: str) -> tuple[list[dict[str, Any]], str]:
+    """The subqueries (see `decompose`) and why the rules split the question or left it whole."""
     q = _clean(question)
     parts: list[str] | None = None
     dependent = False
-    if (parts := _comparison(q)) is None:
-        parts = _bridges(q)
-        dependent = parts is not None
-        parts = _held_by_the_bridge(parts) if parts else parts
+    if (parts := _comparison(q)) is not None:
+        why = "compares named things: one subquery each, with the compared attribute"
+    elif parts := _bridges(q):
+        dependent = True
+        parts = _held_by_the_bridge(parts)
+        why = f"'{parts[0]}' names what the question asks about, found first; each later subquery is asked of the one before"
     if not parts:
-        parts = [q]
+        parts, why = [q], _why_not_split(q)
     # Remove redundancy: drop empty or duplicate subqueries.
     seen: set[str] = set()
     uniq: list[str] = []
@@ -398,15 +424,23 @@ def decompose(question: str) -> list[dict[str, Any]]:
     missing = [w for w in re.findall(r"[\w'’-]+", q) if (content_tokens(w) - QUESTION_WORDS) and not content_tokens(w) <= covered]
     if missing:
         parts[-1] = _clean(parts[-1] + " " + " ".join(dict.fromkeys(missing)))
+    if len(parts) == 1 and "one hop" not in why:
+        why = _why_not_split(q)  # the parts collapsed into the question itself
     out = []
     for i, p in enumerate(parts):
         deps = list(range(i)) if dependent and i > 0 else []
         out.append({"text": p, "modality": modality_of(p), "depends_on": deps})
-    return out
+    return out, why
+
+
+def decompose(question: str) -> list[dict[str, Any]]:
+    """The question as 1-MAX_SUBQUERIES modality-labelled subqueries ({"text", "modality", "depends_on"})."""
+    return decompose_why(question)[0]
 
 
 def decompose_answer(question: str) -> dict[str, Any]:
-    """The decomposition task's answer: {"subqueries": [...], "reason": ...}."""
-    subs = decompose(question)
+    """The decomposition task's answer: {"subqueries": [...], "reason": ...}; the reason says why
+    the rules split the question or left it whole."""
+    subs, why = decompose_why(question)
     kind = "single" if len(subs) == 1 else ("bridge" if any(s["depends_on"] for s in subs) else "parallel")
-    return {"subqueries": subs, "reason": f"{kind} decomposition by rules ({len(subs)} subquer{'y' if len(subs) == 1 else 'ies'})"}
+    return {"subqueries": subs, "reason": f"{kind} decomposition by rules ({len(subs)} subquer{'y' if len(subs) == 1 else 'ies'}): {why}"}

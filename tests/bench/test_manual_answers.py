@@ -1,0 +1,46 @@
+"""bench/manual_answers.py: its questions are well formed and split by bench/split.py's rule; what
+it counts as a clipped answer. (The answers themselves: tests/test_manual_answers.py and the tool.)"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+
+from tests.bench.conftest import REPO, run_tool
+
+
+def _tool():
+    spec = importlib.util.spec_from_file_location("manual_answers", REPO / "bench" / "manual_answers.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("manual_answers", module)  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_probe_is_well_formed_and_split_by_the_id():
+    tool = _tool()
+    from bench.split import split_of
+
+    rows = [json.loads(line) for line in tool.PROBE.read_text(encoding="utf-8").splitlines() if line.strip()]
+    assert len(rows) >= 30 and len({r["id"] for r in rows}) == len(rows)
+    assert {r["manual"] for r in rows} <= set(tool.PACKAGES) and len({r["manual"] for r in rows}) >= 2
+    for r in rows:
+        assert r["question"].endswith("?") and r["answers"] and all(isinstance(p, int) and p >= 1 for p in r["pages"]), r
+        assert r["half"] == split_of(r["id"]), r["id"]
+    assert {split_of(r["id"]) for r in rows} == {"tune", "check"}
+
+
+def test_a_clipped_answer_is_one_that_starts_inside_a_sentence_or_announces_what_it_leaves_out():
+    clipped = _tool().clipped
+    assert clipped("y with 11 entries consisting of two copies of x")
+    assert clipped("To get more information on any specific named function, for example solve, the command is")
+    assert clipped("The parameters specify the type as follows:")
+    assert not clipped("To get more information on a function, the command is > help(solve)")
+    assert not clipped("GLP_FR") and not clipped("glp_add_rows") and not clipped("TRUE, FALSE, and NA")
+
+
+def test_the_tool_documents_its_options():
+    done = run_tool("manual_answers", "--help", timeout_s=120)
+    assert done.returncode == 0, done.stderr
+    assert "--workspace-root" in done.stdout and "--half" in done.stdout
