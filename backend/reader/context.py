@@ -25,18 +25,26 @@ MAX_CHARS = 400  # characters taken on either side
 SHORT_OPEN_WORDS = 8  # an open sentence this short after a code line announces more code ("An alternative is")
 
 
+READ_ON_KINDS = (NodeKind.PARAGRAPH, NodeKind.CODE)  # blocks a sentence runs on into
+
+
 def _step(corpus: Corpus, component: str, forward: bool) -> str | None:
-    """The paragraph before or after one in reading order (the NEXT edges); None at a section's end
-    and at a table, a figure or a caption (a table announced "as follows:" is read by its rows, not
-    appended)."""
+    """The paragraph or code block before or after one in reading order (the NEXT edges); None at
+    a section's end and at a table, a figure or a caption (a table announced "as follows:" is read
+    by its rows, not appended)."""
     edges = corpus.edges.out_of(component, (EdgeKind.NEXT,)) if forward else corpus.edges.into(component, (EdgeKind.NEXT,))
     for edge in edges:
         other = edge.dst if forward else edge.src
-        if corpus.nodes.kind_of(other) != NodeKind.PARAGRAPH or CAPTION_RE.match(corpus.nodes.text_of(other)) \
+        if corpus.nodes.kind_of(other) not in READ_ON_KINDS or CAPTION_RE.match(corpus.nodes.text_of(other)) \
                 or corpus.edges.out_of(other, (EdgeKind.CAPTION,)):
             return None  # a table, a figure or a caption
         return other
     return None
+
+
+def _is_code(corpus: Corpus, component: str, block: str) -> bool:
+    """Whether a block is code: a code unit, or a paragraph that reads as a line of code."""
+    return corpus.nodes.kind_of(component) == NodeKind.CODE or code_line(block)
 
 
 def in_paragraph(corpus: Corpus, unit_id: str) -> bool:
@@ -61,13 +69,13 @@ def follows(corpus: Corpus, unit_id: str, text: str) -> str:
         if not block or sum(map(len, taken)) + len(block) > MAX_CHARS and taken:
             break
         taken.append(block)
-        if not code_line(block):
+        if not _is_code(corpus, component, block):
             if ended(block) and not block.endswith(";"):
                 break
             continue  # an open sentence: what it announces comes next; a list item: the list goes on
         nxt = _step(corpus, component, forward=True)
         after = corpus.nodes[nxt].text.strip() if nxt is not None else ""
-        if not after or not (code_line(after) or (not ended(after) and len(after.split()) <= SHORT_OPEN_WORDS)):
+        if not after or not (_is_code(corpus, nxt, after) or (not ended(after) and len(after.split()) <= SHORT_OPEN_WORDS)):
             break
     return " ".join(taken)
 
@@ -85,9 +93,9 @@ def lead(corpus: Corpus, unit_id: str, text: str) -> str:
     taken: list[str] = []
     while len(taken) < MAX_BLOCKS and (component := _step(corpus, component, forward=False)) is not None:
         block = corpus.nodes[component].text.strip()
-        if not block or (ended(block) and not code_line(block)) or sum(map(len, taken)) + len(block) > MAX_CHARS:
+        if not block or (ended(block) and not _is_code(corpus, component, block)) or sum(map(len, taken)) + len(block) > MAX_CHARS:
             break
         taken.insert(0, block)
-        if not code_line(block):
+        if not _is_code(corpus, component, block):
             break  # the sentence that the code line sits in opens here
     return " ".join(taken)
