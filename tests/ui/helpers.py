@@ -90,5 +90,11 @@ def _open_session(browser, url: str):
     return context, page
 
 
+def _select(page, elem_id: str, option: str) -> None:
+    """Pick `option` in the Gradio dropdown whose elem_id is `elem_id`."""
+    page.locator(f"#{elem_id} input").click()
+    page.get_by_role("option", name=option, exact=True).first.click()
+
+
 def _open_tab(page, name: str) -> None:
     page.get_by_role("tab", name=name).click()

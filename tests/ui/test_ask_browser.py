@@ -16,7 +16,7 @@ from PIL import Image
 
 from backend.retrieval.base import method_names
 from backend.types import AskResult
-from tests.ui.helpers import BROWSER_MARKS, _open_session, _open_tab, _shot, call_and_wait, sync_api
+from tests.ui.helpers import BROWSER_MARKS, _open_session, _open_tab, _select, _shot, call_and_wait, sync_api
 
 pytestmark = BROWSER_MARKS
 
@@ -41,11 +41,6 @@ def ask_page(browser, app_url):
     _open_tab(page, "Ask")
     yield page
     context.close()
-
-
-def _select(page, elem_id: str, option: str) -> None:
-    page.locator(f"#{elem_id} input").click()
-    page.get_by_role("option", name=option, exact=True).first.click()
 
 
 def _choose_method(page, method: str) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.ui.helpers import BROWSER_MARKS, UI_TIMEOUT_MS, _open_session, _open_tab, _shot, call_and_wait, sync_api
+from tests.ui.helpers import BROWSER_MARKS, UI_TIMEOUT_MS, _open_session, _open_tab, _select, _shot, call_and_wait, sync_api
 
 pytestmark = BROWSER_MARKS
 
@@ -27,11 +27,6 @@ def ask_page(browser, app_url):
     _open_tab(page, "Ask")
     yield page
     context.close()
-
-
-def _select(page, elem_id: str, option: str) -> None:
-    page.locator(f"#{elem_id} input").click()
-    page.get_by_role("option", name=option, exact=True).first.click()
 
 
 def _stages(page, elem_id: str, choice: str) -> None:
