@@ -268,16 +268,22 @@ def find_borderless_tables(page: RawPage, figures: Sequence[BBox] = ()) -> tuple
         used.update(id(ln) for ln in free if _center_in(ln.bbox, table.bbox))
     if not tables:
         return [], page.blocks
-    blocks: list[TextBlock] = []
-    for b in page.blocks:
+    return tables, cut_blocks(page.blocks, used)
+
+
+def cut_blocks(blocks: list[TextBlock], used: set[int]) -> list[TextBlock]:
+    """The text blocks with the lines whose id() is in `used` taken out: a block is cut where they
+    were (the lines before and after stay apart); one left without lines is dropped."""
+    out: list[TextBlock] = []
+    for b in blocks:
         if not any(id(ln) in used for ln in b.lines):
-            blocks.append(b)
+            out.append(b)
             continue
-        pieces: list[list[Line]] = [[]]  # the lines before the table and those after it stay apart
+        pieces: list[list[Line]] = [[]]
         for ln in b.lines:
             if id(ln) in used:
                 pieces.append([])
             else:
                 pieces[-1].append(ln)
-        blocks.extend(TextBlock(lines=p, bbox=_union(ln.bbox for ln in p)) for p in pieces if p)
-    return tables, blocks
+        out.extend(TextBlock(lines=p, bbox=_union(ln.bbox for ln in p)) for p in pieces if p)
+    return out

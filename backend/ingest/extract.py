@@ -344,21 +344,43 @@ def _blocks_from_dict(page_dict: dict) -> tuple[list[TextBlock], list[BBox]]:
     return blocks, images
 
 
-def _ruling_edges(drawings: list[dict]) -> int:
-    """Horizontal/vertical edges drawn on the page. find_tables (the costly step) only runs
-    where there are enough of them to make a ruled table."""
-    edges = 0
+MIN_EDGE = 3.0  # points: find_tables drops edges shorter than this (its edge_min_length)
+
+
+def _visible(d: dict) -> bool:
+    """A drawing a reader sees: stroked, or filled with a colour other than white."""
+    fill = d.get("fill")
+    return d.get("color") is not None or (fill is not None and any(c < 0.99 for c in fill))
+
+
+def _ruling_edges(drawings: list[dict], page_area: float) -> tuple[int, int]:
+    """(horizontal, vertical) edges of visible drawings, each MIN_EDGE long or more: a rule is one
+    edge along its length, a rectangle or quad two of each. find_tables (the costly step) makes
+    cells only where horizontal and vertical edges cross, so it runs only where there are two of
+    each: a filing's pages whose only drawings are the rules under its figures, a white fill or a
+    rectangle as large as the page (a background), do not pay for it."""
+    h = v = 0
     for d in drawings[:5000]:
+        if not _visible(d):
+            continue
         for item in d.get("items", ()):
-            if item[0] == "re" or item[0] == "qu":
-                edges += 4
+            if item[0] in ("re", "qu"):
+                r = item[1].rect if item[0] == "qu" else item[1]
+                if abs(r.width * r.height) > 0.8 * page_area:
+                    continue
+                if abs(r.width) >= MIN_EDGE:
+                    h += 2 if abs(r.height) >= MIN_EDGE else 1
+                if abs(r.height) >= MIN_EDGE:
+                    v += 2 if abs(r.width) >= MIN_EDGE else 1
             elif item[0] == "l":
                 p1, p2 = item[1], item[2]
-                if abs(p1.x - p2.x) < 1 or abs(p1.y - p2.y) < 1:
-                    edges += 1
-        if edges >= 8:
+                if abs(p1.x - p2.x) < 1 and abs(p1.y - p2.y) >= MIN_EDGE:
+                    v += 1
+                elif abs(p1.y - p2.y) < 1 and abs(p1.x - p2.x) >= MIN_EDGE:
+                    h += 1
+        if h >= 2 and v >= 2:
             break
-    return edges
+    return h, v
 
 
 def _cell_text(words: list[tuple], rect) -> str:
@@ -633,7 +655,8 @@ def _graphics(page: pymupdf.Page, raw: RawPage, find_tables: bool, max_tables: i
     """Drawings (clustered) and, where ruling lines make one possible, tables."""
     warnings: list[str] = []
     drawings = page.get_drawings()
-    raw.has_lines = _ruling_edges(drawings) >= 8
+    h, v = _ruling_edges(drawings, abs(page.rect))
+    raw.has_lines = h >= 2 and v >= 2
     if drawings:
         try:
             raw.drawings = [tuple(r) for r in page.cluster_drawings(drawings=drawings)]

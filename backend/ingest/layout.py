@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from backend.ingest.borderless import find_borderless_tables
+from backend.ingest.statements import find_statement_tables
 from backend.ingest.code import code_listings_apply, code_text, is_code
 from backend.ingest.extract import FIGURE_CELL_RE, Line, RawPage, RawTable, TextBlock
 from backend.types import FURNITURE_KINDS, BBox, BlockKind
@@ -470,6 +471,9 @@ def layout_document(pages: list[RawPage]) -> tuple[list[LayoutBlock], float]:
         borderless, kept = find_borderless_tables(page, figures)
         if borderless:
             page = replace(page, blocks=kept, tables=page.tables + borderless)
+        statements, kept = find_statement_tables(page, figures)
+        if statements:
+            page = replace(page, blocks=kept, tables=page.tables + statements)
         figure_inner: dict[int, list[tuple[BBox, str]]] = defaultdict(list)
         page_blocks: list[LayoutBlock] = []
         for tb in page.blocks:

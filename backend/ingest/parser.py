@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 
 # Bump when a change to ingest/ changes what a PDF parses into: a re-ingest then re-parses
 # files whose bytes are unchanged instead of keeping their old nodes.
-PARSER_VERSION = "5"
+PARSER_VERSION = "6"
 CARD_MAX_CHARS = 1500
 MAX_OUTLINE_DEPTH = 64  # deeper outline levels are cut (a valid file may nest 2,000 deep)
 MAX_OUTLINE_ENTRIES = 100_000
