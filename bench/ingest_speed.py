@@ -1,6 +1,6 @@
 """Ingest speed in pages per second: raw PyMuPDF, the LlamaIndex default recipe and Strata, on
-the same files in one run, per kind of input (text-heavy manuals, table-heavy filings,
-slides/brochures).
+the same files in one run, per kind of input (text-heavy manuals, table-heavy 10-Qs, 10-K
+filings, slides/brochures).
 
 - raw: `page.get_text("dict")` on every page (the parse limit).
 - LlamaIndex default recipe (requirements-bench.txt): SimpleDirectoryReader (pypdf, one
@@ -19,6 +19,10 @@ torch (sentence-transformers), onnx (fp32 ONNX Runtime), onnx-int8 (int8
 weights), static (WordLlama for every layer: what ingest costs with no transformer at all), each optionally
 '+derive' (section and document vectors from their components') and '+one' (the pages of a file read by the parse worker alone, without its page helper: the
 baseline of STRATA_INGEST__PARSE_PROCESSES).
+
+--refs REF[,REF] runs Strata's CLI ingest from a git worktree of each ref ("." for this tree) on
+the same files in the same run, and --markdown times pymupdf4llm.to_markdown, the structure-aware
+converter a user would try first on filings.
 
 Each row says the load average (1 min) before and after it. Usage:
     python bench/ingest_speed.py [--kinds text,tables,slides] [--variants torch,onnx-int8+derive] [--no-llama]
@@ -55,6 +59,11 @@ KINDS: dict[str, tuple[str, list[tuple[str, str]]]] = {
     "tables": ("table-heavy filings", [
         ("dev-docugami-10q", "2022_Q3_AAPL.pdf"),  # 28 pages, 10-Q
         ("dev-docugami-10q", "2023_Q2_AAPL.pdf"),  # 28 pages, 10-Q
+    ]),
+    "filings": ("10-K / 10-Q filings (statements set with white space)", [
+        ("dev-financebench", "NETFLIX_2017_10K.pdf"),  # 73 pages, 10-K
+        ("dev-financebench", "AMCOR_2023Q2_10Q.pdf"),  # 57 pages, 10-Q
+        ("dev-financebench", "BESTBUY_2019_10K.pdf"),  # 107 pages, 10-K
     ]),
     "slides": ("slides/brochures", [
         ("dev-mmlongbench", "GPL-Graduate-Studies-Professional-Learning-Brochure-Jul-2021.pdf"),  # 17 pages, text layer
@@ -130,6 +139,51 @@ class LlamaRecipe:
         return Run("LlamaIndex default recipe", kind, seconds, len(docs), (before, load1()),
                    stages={"read (pypdf)": t_read, "split + embed + index": seconds - t_read},
                    note=f"{chunks} chunks; {empty} pages without text")
+
+
+def markdown_peer(kind: str, files: list[Path]) -> Run:
+    """pymupdf4llm.to_markdown: a structure-aware converter (headings, tables as markdown), the
+    peer a user would reach for to turn filings into text; no embedding."""
+    import pymupdf4llm
+
+    before, t0 = load1(), time.perf_counter()
+    pages = 0
+    chars = 0
+    for path in files:
+        chars += len(pymupdf4llm.to_markdown(str(path), show_progress=False))
+        with pymupdf.open(path) as doc:
+            pages += doc.page_count
+    return Run("pymupdf4llm.to_markdown", kind, time.perf_counter() - t0, pages, (before, load1()), note=f"{chars} characters of markdown")
+
+
+def checkout_pass(kind: str, files: list[Path], ref: str, out: Path) -> Run:
+    """Strata's CLI ingest (`python -m backend ingest`) from a checkout of `ref` (a git worktree made
+    under `out`; "." is this working tree) into a fresh workspace: the same files, the same run.
+    Its rate counts the seconds the ingest report gives per file (parse, encoders, store), not
+    the process start and model load."""
+    import json
+    import subprocess
+
+    if ref == ".":
+        checkout = REPO_ROOT
+    else:
+        checkout = out / "refs" / ref
+        if not checkout.is_dir():
+            subprocess.run(["git", "-C", str(REPO_ROOT), "worktree", "add", "--detach", str(checkout), ref], check=True,
+                           capture_output=True)
+    ws = out / "ws-refs" / ref.replace("/", "_") / kind
+    shutil.rmtree(ws, ignore_errors=True)
+    env = dict(os.environ, PYTHONPATH=str(checkout))
+    before = load1()
+    done = subprocess.run([sys.executable, "-m", "backend", "ingest", "--workspace", str(ws), *map(str, files)], cwd=checkout,
+                          env=env, capture_output=True, text=True, check=True)
+    report = json.loads(done.stdout[done.stdout.index("{"):])
+    ok = [f for f in report["files"] if f["status"] == "ingested"]
+    tables = sum(f["counts"].get("tables", 0) for f in ok)
+    rows = sum(f["counts"].get("rows", 0) for f in ok)
+    label = "this checkout" if ref == "." else ref
+    return Run(f"Strata CLI ({label})", kind, sum(f["seconds"] for f in ok), sum(f["pages"] for f in ok), (before, load1()),
+               note=f"{len(ok)}/{len(report['files'])} files; {tables} tables, {rows} rows")
 
 
 def strata_encoders(variant: str, cache: Path):
@@ -256,6 +310,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--variants", default="torch,onnx-int8+derive", help="Strata variants, see above")
     ap.add_argument("--no-llama", action="store_true", help="skip the LlamaIndex recipe")
     ap.add_argument("--no-detail", action="store_true", help="skip the in-process parse that times tables and OCR")
+    ap.add_argument("--refs", default="", help="comma-separated git refs (and '.' for this tree): each checkout's CLI ingest on "
+                    "the same files in this run, the baseline a speed change is measured against")
+    ap.add_argument("--markdown", action="store_true", help="also time pymupdf4llm.to_markdown (requirements-bench.txt)")
     ap.add_argument("--out", type=Path, default=REPO_ROOT / "bench" / "out" / "ingest_speed", help="scratch workspaces")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
@@ -273,6 +330,10 @@ def main(argv: list[str] | None = None) -> int:
         runs.append(raw_pass(kind, files))
         if llama is not None:
             runs.append(llama.run(kind, files))
+        if args.markdown:
+            runs.append(markdown_peer(kind, files))
+        for ref in [r for r in args.refs.split(",") if r]:
+            runs.append(checkout_pass(kind, files, ref, args.out))
         for variant in variants:
             runs.append(strata_pass(kind, files, variant, encoders[variant], args.out / "ws"))
         if not args.no_detail:

@@ -143,7 +143,7 @@ def _ruled(path: Path, *, grid: bool, background: bool = False) -> Path:
     return path
 
 
-def test_find_tables_runs_only_where_rules_cross(tmp_path):
+def test_find_tables_does_not_run_for_rules_under_figures_and_a_page_background(tmp_path):
     def raw(path: Path):
         with pymupdf.open(path) as pdf:
             return extract_page(pdf[0], find_tables=True, max_tables=10, ocr_engine=None, ocr_language="eng", ocr_dpi=100)[0]
