@@ -288,6 +288,7 @@ def _demote_definition_terms(blocks: list[LayoutBlock], body_size: float) -> Non
             and nxt.kind == BlockKind.PARAGRAPH  # plain body text, not a list or a bold table header
             and not nxt.bold
             and abs(nxt.size - body_size) < 0.6
+            and nxt.lines  # a block made from a table's header cells carries its text without lines
             and 0 <= nxt.bbox[1] - b.bbox[3] < (2 if len(nxt.lines) >= 2 else 0.35) * body_size  # right under the term
             and max(8.0, 0.8 * body_size) <= min(ln.bbox[0] for ln in nxt.lines) - b.bbox[0] <= 6 * body_size
         ):

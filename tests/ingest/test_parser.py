@@ -549,3 +549,17 @@ def test_scanned_page_without_ocr_warns_and_does_not_crash(tmp_path):
     assert any("text is missing" in w for w in doc.document.warnings), doc.document.warnings
     assert not any(n.kind == NodeKind.PARAGRAPH for n in doc.nodes)
     assert Counter(n.kind for n in doc.nodes)[NodeKind.DOCUMENT] == 1
+
+
+def test_a_heading_before_text_given_back_from_a_frame_is_kept_apart():
+    """Prose inside a drawn frame comes back as paragraph blocks without lines (layout.py); the
+    definition-term check after a heading reads the next block's lines and must not fail on them
+    (a real earnings release stopped parsing on it)."""
+    from backend.ingest.hierarchy import _demote_definition_terms
+    from backend.ingest.layout import LayoutBlock
+
+    term = LayoutBlock(page=1, bbox=(72, 100, 200, 110), kind=BlockKind.PARAGRAPH, text="Restructuring", size=10)
+    term.heading_candidate = True
+    framed = LayoutBlock(page=1, bbox=(90, 111, 400, 121), kind=BlockKind.PARAGRAPH, text="Intangible asset", size=10)
+    _demote_definition_terms([term, framed], 10.0)
+    assert term.heading_candidate
