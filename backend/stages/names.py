@@ -12,6 +12,13 @@ names documents only when it is capitalised in the question, not the first word 
 ("... in FY 2021? Answer in millions.") and not the word of a page reference ("in Page 5"), as
 names are written.
 
+A document is also named by its identity: the words of its file name and title ("ADOBE_2015_10K.pdf"
+names Adobe's filing for 2015), those that at most MAX_DOC_SHARE of the documents' identities use
+("10K" names none in a pile of 10-Ks). A question names by its capitalised words, by two or three of
+them run together ("Best Buy" -> BESTBUY), by an acronym that begins a name ("JPM" -> JPMORGAN,
+"MGM" -> MGMRESORTS) and by the years it writes ("FY2015", "2023 Q2"). The documents it names most
+come first: those whose identity carries the most of its names, then those whose units do.
+
 Where it acts (stage `named_documents`, backend/stages/__init__.py): the named documents' units go
 first in the method's own order, then the rest, on the profile kinds where names decide:
 - `template`: documents that share one boilerplate differ by whose they are (issuer, period), and
@@ -28,7 +35,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -44,16 +51,43 @@ SENTENCE_START = re.compile(r"^\W*$|.*[.?!:;\n][\s\"'`(\[]*$", re.DOTALL)  # not
 MIN_WORD_CHARS = 3
 
 
+YEAR = re.compile(r"(?<!\d)(?:19|20)\d{2}(?!\d)")
+IDENTITY_PART = re.compile(r"[^\W\d_]+|\d+", re.UNICODE)  # letters or digits: "2021Q1" -> 2021, Q1
+MIN_ACRONYM_CHARS = 3
+MAX_RUN_WORDS = 3  # "American Water Works" -> americanwaterworks
+
+
 @dataclass(frozen=True, slots=True)
 class DocumentNames:
-    """Name word (BM25's stemmed token) -> the documents it names."""
+    """Name word (BM25's stemmed token) -> the documents it names: from the words their units use
+    (by_word) and from their file names and titles (by_identity)."""
 
     by_word: dict[str, tuple[str, ...]]
+    by_identity: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def document_names(corpus) -> DocumentNames:
     """The corpus's name words, counted once per loaded corpus (it is read-only)."""
     return corpus.derived(_count_names)
+
+
+def identity_words(file_name: str, title: str) -> set[str]:
+    """The stemmed words of a document's file name (without its extension) and title, split where
+    letters meet digits or anything else ("JPMORGAN_2021Q1_10Q.pdf" -> jpmorgan, 2021)."""
+    stem = file_name.rsplit(".", 1)[0] if "." in file_name else file_name
+    words = IDENTITY_PART.findall(f"{stem} {title}")
+    return {t for tokens in (tokenize(words) if words else []) for t in tokens if len(t) >= MIN_WORD_CHARS or YEAR.fullmatch(t)}
+
+
+def _identity_names(corpus) -> dict[str, tuple[str, ...]]:
+    """Identity word -> the documents whose file name or title carries it, for the words at most
+    MAX_DOC_SHARE of the documents carry."""
+    docs: dict[str, list[str]] = defaultdict(list)
+    for doc_id, doc in corpus.documents.items():
+        for word in identity_words(doc.file_name, doc.title or ""):
+            docs[word].append(doc_id)
+    limit = MAX_DOC_SHARE * max(len(corpus.documents), 1)
+    return {w: tuple(sorted(ds)) for w, ds in docs.items() if len(ds) <= limit}
 
 
 def _count_names(corpus) -> DocumentNames:
@@ -64,7 +98,7 @@ def _count_names(corpus) -> DocumentNames:
     words, spread, token, doc, count = comps.lexical.group_counts(corpus.component_doc_rows, n_rows, NAME_MIN_COUNT)
     n_docs = len(np.unique(corpus.component_doc_rows[corpus.component_doc_rows >= 0]))
     if not len(token):
-        return DocumentNames({})
+        return DocumentNames({}, _identity_names(corpus))
     long_enough = np.array([len(w) >= MIN_WORD_CHARS for w in words], dtype=bool)
     keep = long_enough[token] & (spread[token] <= MAX_DOC_SHARE * n_docs)
     token, doc, count = token[keep], doc[keep], count[keep]
@@ -80,7 +114,7 @@ def _count_names(corpus) -> DocumentNames:
     by_word: dict[str, list[str]] = defaultdict(list)
     for t, d in zip(token[top].tolist(), doc[top].tolist()):
         by_word[words[t]].append(doc_ids[d])
-    return DocumentNames({w: tuple(sorted(ds)) for w, ds in by_word.items()})
+    return DocumentNames({w: tuple(sorted(ds)) for w, ds in by_word.items()}, _identity_names(corpus))
 
 
 def question_names(question: str) -> dict[str, str]:
@@ -89,22 +123,68 @@ def question_names(question: str) -> dict[str, str]:
     writes it ("appl" -> "Apple"). "... in FY 2021? Answer in millions." and "in Page 5" name
     nothing: a question often ends with an instruction, and pages are found by references.py."""
     text = PAGE_RE.sub(" ", question)
-    words = [m.group(0) for m in WORD.finditer(text)
-             if any(ch.isupper() for ch in m.group(0)) and not SENTENCE_START.match(text[: m.start()])]
+    matches = [m for m in WORD.finditer(text) if any(ch.isupper() for ch in m.group(0)) and not SENTENCE_START.match(text[: m.start()])]
+    words = [m.group(0) for m in matches]
     out: dict[str, str] = {}
     for word, tokens in zip(words, tokenize(words) if words else [], strict=True):
         for t in tokens:
             if len(t) >= MIN_WORD_CHARS:
                 out.setdefault(t, word)
+    for year in YEAR.findall(text):  # "FY2015", "2023 Q2": a year names the filings of that year
+        out.setdefault(year, year)
+    runs = _runs(text, matches)
+    for run, tokens in zip(runs, tokenize(runs) if runs else [], strict=True):
+        if tokens:
+            out.setdefault(tokens[0], run)
+    return out
+
+
+def _runs(text: str, matches: list[re.Match]) -> list[str]:
+    """Two or three capitalised words in a row, run together ("Best Buy" -> "BestBuy"): a file
+    name writes a name without its spaces."""
+    out = []
+    for i in range(len(matches)):
+        for n in range(2, MAX_RUN_WORDS + 1):
+            part = matches[i:i + n]
+            if len(part) == n and all(text[a.end():b.start()].strip() == "" for a, b in zip(part, part[1:])):
+                out.append("".join(m.group(0) for m in part))
     return out
 
 
 def named_documents(corpus, question: str) -> tuple[dict[str, list[str]], set[str]]:
     """(the question's name words that name some documents, as it writes them -> those
     documents; the union of those documents)."""
-    names = document_names(corpus).by_word
-    found = {word: list(names[t]) for t, word in question_names(question).items() if t in names}
+    names = document_names(corpus)
+    found: dict[str, list[str]] = {}
+    for t, word in question_names(question).items():
+        docs = set(names.by_word.get(t, ())) | set(_identity_docs(names.by_identity, t, word))
+        if docs:
+            found[word] = sorted(docs)
     return found, {d for docs in found.values() for d in docs}
+
+
+def _identity_docs(by_identity: dict[str, tuple[str, ...]], token: str, word: str) -> list[str]:
+    """The documents whose identity carries the question's name word; an acronym the question
+    writes in capitals ("JPM") also names the identity words it begins ("jpmorgan")."""
+    if token in by_identity:
+        return list(by_identity[token])
+    if word.isupper() and word.isalpha() and len(word) >= MIN_ACRONYM_CHARS:
+        prefix = word.lower()
+        return [d for w, docs in by_identity.items() if w.startswith(prefix) for d in docs]
+    return []
+
+
+def naming_strength(corpus, question: str) -> dict[str, tuple[int, int]]:
+    """doc id -> (how many of the question's names its identity carries, how many of them name it
+    in all), for the documents the question names: those named most go first."""
+    names = document_names(corpus)
+    strength: dict[str, tuple[int, int]] = {}
+    for t, word in question_names(question).items():
+        own = set(_identity_docs(names.by_identity, t, word))
+        for d in own | set(names.by_word.get(t, ())):
+            a, b = strength.get(d, (0, 0))
+            strength[d] = (a + (d in own), b + 1)
+    return strength
 
 
 def named_first(corpus, question: str, hits: list[ScoredNode], trace: Trace, corpus_kind: str = "Template corpus",
@@ -116,9 +196,11 @@ def named_first(corpus, question: str, hits: list[ScoredNode], trace: Trace, cor
     found, docs = named if named is not None else named_documents(corpus, question)
     if not docs:
         return hits
+    strength = naming_strength(corpus, question)
     first = [h for h in hits if corpus.nodes.doc_of(h.node_id) in docs]
-    if not first or len(first) == len(hits):
+    if not first or (len(first) == len(hits) and len({strength.get(d) for d in docs}) < 2):
         return hits
+    first.sort(key=lambda h: strength.get(corpus.nodes.doc_of(h.node_id), (0, 0)), reverse=True)  # stable: the strategy's order within
     rest = [h for h in hits if corpus.nodes.doc_of(h.node_id) not in docs]
     out, floor = [], float("inf")
     for h in first + rest:  # scores stay non-increasing
@@ -128,6 +210,7 @@ def named_first(corpus, question: str, hits: list[ScoredNode], trace: Trace, cor
     trace.add(RankStep(label="Units of the documents the question names, first", index="names", candidates=out[:len(first)][:30]))
     trace.notes.append(
         f"{corpus_kind}: the question names {', '.join(repr(w) for w in found)}, a name of {len(files)} document(s) "
-        f"({', '.join(files[:6])}{' ...' if len(files) > 6 else ''}); their units go first."
+        f"({', '.join(files[:6])}{' ...' if len(files) > 6 else ''}); their units go first, those of the documents "
+        f"named most (by their file name or title first) before the others."
     )
     return out

@@ -50,7 +50,7 @@ def test_only_the_words_a_question_writes_as_names_count(filings):
 
 
 def test_a_sentence_s_first_word_and_a_page_reference_are_not_names():
-    assert question_names("what is total debt of COSTCO in FY 2021?Answer in millions.") == {"costco": "COSTCO"}
+    assert question_names("what is total debt of COSTCO in FY 2021?Answer in millions.") == {"costco": "COSTCO", "2021": "2021"}
     assert question_names("How many figures are in Pages 51-53 of the ACME manual? List them.") == {"acm": "ACME"}
     assert question_names('Which is bigger, "Apple" or (Dell)? "Intel" is not asked.') == {"appl": "Apple", "dell": "Dell"}
     assert question_names("How many people with scarf are there in  Page 5?") == {}
@@ -109,3 +109,30 @@ def test_the_flat_floors_and_other_corpora_are_unchanged(service, filings):
     question = "Where was the director of the film Moonlit Harbor born?"
     _, trace = film_pipeline.retrieve(service.retriever("strata", films), "strata", question, 5, {})
     assert not any(getattr(s, "index", None) == "names" for s in trace.steps)
+
+
+YEARLY = {  # filings that never write whose they are: only their file names say it
+    f"{co}_{year}_10K.pdf": [f"The Company reports its results for fiscal {year}, with {year - 1} for comparison."] + BOILERPLATE
+    + [f"Net sales of the segment {line} in fiscal {year}." for line in ("rose", "fell", "held")]
+    for co, years in (("GLOBEXCORP", (2019, 2020)), ("INITECH", (2019, 2020)), ("UMBRELLA", (2018,)), ("HOOLI", (2018,)))
+    for year in years
+}
+
+
+def test_a_question_names_by_years_runs_of_words_and_acronyms():
+    names = question_names("What is the FY2019 inventory of Best Buy and of JPM in 2021 Q1? Answer in USD.")
+    assert {"2019", "2021", "bestbuy", "jpm"} <= set(names)
+    assert names["bestbuy"] == "BestBuy"
+
+
+def test_a_file_name_names_its_company_and_year(service):
+    corpus = build_corpus(service, YEARLY)
+    assert is_template_corpus(corpus)
+    question = "What were GLOBEX's net sales in FY2019?"
+    found, docs = named_documents(corpus, question)
+    assert _files(corpus, docs) == {"GLOBEXCORP_2019_10K.pdf", "GLOBEXCORP_2020_10K.pdf", "INITECH_2019_10K.pdf"}
+    assert set(found) == {"GLOBEX", "2019"}  # an acronym that begins the file's name, and the year
+    hits, trace = service._pipeline(corpus, None, None).retrieve(service.retriever("strata", corpus), "strata", question, 8, {})
+    files = [corpus.documents[corpus.nodes.doc_of(h.node_id)].file_name for h in hits]
+    assert files[0] == "GLOBEXCORP_2019_10K.pdf", files  # named twice, by its own file name, before those named once
+    assert any("named most" in n for n in trace.notes)
