@@ -345,6 +345,8 @@ def _blocks_from_dict(page_dict: dict) -> tuple[list[TextBlock], list[BBox]]:
 
 
 MIN_EDGE = 3.0  # points: find_tables drops edges shorter than this (its edge_min_length)
+MIN_RULE_ROWS = 3  # rules across the page at this many heights make a table ruled only across
+WIDE_RULE = 0.4  # a rule across at least this share of the page's width
 
 
 def _visible(d: dict) -> bool:
@@ -353,34 +355,47 @@ def _visible(d: dict) -> bool:
     return d.get("color") is not None or (fill is not None and any(c < 0.99 for c in fill))
 
 
-def _ruling_edges(drawings: list[dict], page_area: float) -> tuple[int, int]:
-    """(horizontal, vertical) edges of visible drawings, each MIN_EDGE long or more: a rule is one
-    edge along its length, a rectangle or quad two of each. find_tables (the costly step) makes
-    cells only where horizontal and vertical edges cross, so it runs only where there are two of
-    each: a filing's pages whose only drawings are the rules under its figures, a white fill or a
-    rectangle as large as the page (a background), do not pay for it."""
+def may_hold_ruled_table(drawings: list[dict], page: pymupdf.Page) -> bool:
+    """Whether find_tables (the costly step) can find a table among the page's visible drawings
+    (_visible): rules or shaded boxes that cross (two horizontal and two vertical edges, each
+    MIN_EDGE long or more), or rules across WIDE_RULE of the page's width at MIN_RULE_ROWS
+    heights or more (a table ruled only across, as papers set them with booktabs; a rule drawn in
+    pieces counts by the span of its pieces). A rectangle as large as the page is a background.
+    A filing's page whose only drawings are the short rules under its figures, a rule under its
+    header or a page background does not pay for find_tables."""
+    area, width = abs(page.rect), page.rect.width
     h = v = 0
+    spans: dict[int, list[float]] = {}
     for d in drawings[:5000]:
         if not _visible(d):
             continue
         for item in d.get("items", ()):
             if item[0] in ("re", "qu"):
                 r = item[1].rect if item[0] == "qu" else item[1]
-                if abs(r.width * r.height) > 0.8 * page_area:
+                w, ht = abs(r.width), abs(r.height)
+                if w * ht > 0.8 * area:
                     continue
-                if abs(r.width) >= MIN_EDGE:
-                    h += 2 if abs(r.height) >= MIN_EDGE else 1
-                if abs(r.height) >= MIN_EDGE:
-                    v += 2 if abs(r.width) >= MIN_EDGE else 1
+                h += (2 if ht >= MIN_EDGE else 1) if w >= MIN_EDGE else 0
+                v += (2 if w >= MIN_EDGE else 1) if ht >= MIN_EDGE else 0
+                if w >= MIN_EDGE and ht < MIN_EDGE:
+                    _extend(spans, r.y0, min(r.x0, r.x1), max(r.x0, r.x1))
             elif item[0] == "l":
                 p1, p2 = item[1], item[2]
                 if abs(p1.x - p2.x) < 1 and abs(p1.y - p2.y) >= MIN_EDGE:
                     v += 1
                 elif abs(p1.y - p2.y) < 1 and abs(p1.x - p2.x) >= MIN_EDGE:
                     h += 1
+                    _extend(spans, p1.y, min(p1.x, p2.x), max(p1.x, p2.x))
         if h >= 2 and v >= 2:
-            break
-    return h, v
+            return True
+    return sum(1 for x0, x1 in spans.values() if x1 - x0 >= WIDE_RULE * width) >= MIN_RULE_ROWS
+
+
+def _extend(spans: dict[int, list[float]], y: float, x0: float, x1: float) -> None:
+    """Widen the span of the rules drawn at height y (to 2 points) by one piece."""
+    key = round(y / 2)
+    span = spans.setdefault(key, [x0, x1])
+    span[0], span[1] = min(span[0], x0), max(span[1], x1)
 
 
 def _cell_text(words: list[tuple], rect) -> str:
@@ -655,8 +670,7 @@ def _graphics(page: pymupdf.Page, raw: RawPage, find_tables: bool, max_tables: i
     """Drawings (clustered) and, where ruling lines make one possible, tables."""
     warnings: list[str] = []
     drawings = page.get_drawings()
-    h, v = _ruling_edges(drawings, abs(page.rect))
-    raw.has_lines = h >= 2 and v >= 2
+    raw.has_lines = may_hold_ruled_table(drawings, page)
     if drawings:
         try:
             raw.drawings = [tuple(r) for r in page.cluster_drawings(drawings=drawings)]
