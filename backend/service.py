@@ -46,6 +46,7 @@ from backend.llm.base import LLMBackend
 from backend.llm.factory import BACKENDS as LLM_BACKENDS
 from backend.llm.factory import build_llm
 from backend.llm.hf import ModelSource, locate_model
+from backend.llm.openai_compat import probe_server
 from backend.query import AskReply, QueryPipeline, checked_question, checked_scope, checked_top_k
 from backend.render import BLOCK_COLORS, block_highlights, png_bytes, render_page  # noqa: F401 (ui/parse.py reads BLOCK_COLORS here)
 from backend.retrieval.base import Retriever, get_retriever_class, method_names
@@ -450,6 +451,12 @@ class Service:
         local cache is downloaded only with allow_download (the Settings tab's explicit choice) and never
         under HF_HUB_OFFLINE (backend.llm.hf.locate_model)."""
         return locate_model(name, allow_download)
+
+    @staticmethod
+    def check_llm_server(llm_settings: LLMSettings) -> str:
+        """Is the OpenAI-compatible server of `llm_settings` up and serving its model? One line when
+        it is; LLMError saying what came back and the fix when not (backend.llm.openai_compat.probe_server)."""
+        return probe_server(llm_settings)
 
     def retriever(self, method: str, corpus: Corpus, llm: LLMBackend | None = None) -> Retriever:
         cls = get_retriever_class(method)
