@@ -47,6 +47,7 @@ from backend.llm.factory import BACKENDS as LLM_BACKENDS
 from backend.llm.factory import build_llm
 from backend.llm.hf import ModelSource, locate_model
 from backend.llm.openai_compat import probe_server
+from backend.starter_questions import starter_questions
 from backend.query import AskReply, QueryPipeline, checked_question, checked_scope, checked_top_k
 from backend.render import BLOCK_COLORS, block_highlights, png_bytes, render_page  # noqa: F401 (ui/parse.py reads BLOCK_COLORS here)
 from backend.retrieval.base import Retriever, get_retriever_class, method_names
@@ -273,6 +274,24 @@ class Service:
     def sections(self, workspace: Path, doc_id: str) -> list[Section]:
         corpus = self.corpus(workspace)
         return [s for s in corpus.sections.values() if s.doc == doc_id]
+
+    def own_documents(self, workspace: Path) -> list[Document]:
+        """The documents of a session's workspace that are not the sample corpus's (its uploads),
+        by content: a sample PDF uploaded again still counts as the sample's. [] for the sample
+        workspace itself."""
+        sample = self.sample_workspace_path()
+        if Path(workspace).resolve() == sample:
+            return []
+        sample_files = {d.sha256 for d in self.documents(sample)}
+        return [d for d in self.documents(workspace) if d.sha256 not in sample_files]
+
+    def starter_questions(self, workspace: Path, docs: Sequence[Document], limit: int = 4) -> list[str]:
+        """Example questions about `docs` made from their headings by rules (backend/starter_questions.py)."""
+        corpus = self.corpus(workspace)
+        sections: dict[str, list[Section]] = {}
+        for section in corpus.sections.values():
+            sections.setdefault(section.doc, []).append(section)
+        return starter_questions(docs, sections, limit)
 
     def sample_workspace_path(self) -> Path:
         return (self.settings.workspace_root / "sample").resolve()
