@@ -52,7 +52,7 @@ from backend.query import AskReply, QueryPipeline, checked_question, checked_sco
 from backend.render import BLOCK_COLORS, block_highlights, png_bytes, render_page  # noqa: F401 (ui/parse.py reads BLOCK_COLORS here)
 from backend.retrieval.base import Retriever, get_retriever_class, method_names
 from backend.stages import select_stages, stage_infos
-from backend.sessions import SAMPLE_MARKER, SamplePreparation, SessionManager
+from backend.sessions import SAMPLE_MARKER, Reattach, SamplePreparation, SessionHandle, SessionManager  # the last three: for ui/
 from backend.types import (
     AskResult,
     BBox,

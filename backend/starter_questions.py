@@ -1,6 +1,8 @@
 """Example questions about a session's own documents, made from their headings by rules (no
 model): "What does <document> say about <heading>?" for the first top-level headings that read
-as topics, taken in turn from each document. The Ask tab offers them in place of the sample
+as topics, taken in turn from each document. A question is kept short enough to show whole on an
+example button (MAX_QUESTION_CHARS): the document is named by its title, else its file name, else
+"the document", else the heading alone is asked. The Ask tab offers them in place of the sample
 corpus's questions once a session has uploaded documents.
 
 It does not check that a document answers the question; a heading is only a topic it covers.
@@ -14,6 +16,7 @@ from collections.abc import Sequence
 from backend.types import Document, Section
 
 MAX_TITLE_WORDS = 8  # a longer document title is named by its file name instead
+MAX_QUESTION_CHARS = 60  # Gradio's example buttons cut a longer text with "..."
 MIN_HEADING_WORDS, MAX_HEADING_WORDS = 1, 10
 # Headings that name a part of any document, not a topic of this one.
 GENERIC_HEADINGS = frozenset({
@@ -40,26 +43,36 @@ def clean_heading(title: str) -> str | None:
     return " ".join(words)
 
 
-def document_name(doc: Document) -> str:
-    """How a question names the document: its title when short, else its file name."""
+def document_names(doc: Document) -> list[str]:
+    """How a question may name the document, longest first: its title when short, its file name."""
     title = " ".join(doc.title.split())
-    if title and len(title.split()) <= MAX_TITLE_WORDS and title.casefold() != doc.file_name.casefold():
-        return f"“{title}”"
-    return doc.file_name
+    names = [f"“{title}”"] if title and len(title.split()) <= MAX_TITLE_WORDS and title.casefold() != doc.file_name.casefold() else []
+    return names + [doc.file_name]
+
+
+def topic_question(names: list[str], topic: str) -> str:
+    """The first of "What does <name> say about <topic>?" (for each name, then "the document")
+    that fits MAX_QUESTION_CHARS, else the topic asked alone."""
+    for name in [*names, "the document"]:
+        question = f"What does {name} say about {topic}?"
+        if len(question) <= MAX_QUESTION_CHARS:
+            return question
+    return topic[:1].upper() + topic[1:] + "?"
 
 
 def questions_for(doc: Document, sections: Sequence[Section]) -> list[str]:
     """Questions about one document from its top-level headings (then second-level ones), in page order."""
-    name = document_name(doc)
+    names = document_names(doc)
     out: list[str] = []
     for section in sorted((s for s in sections if s.level >= 1), key=lambda s: (s.level, s.page)):
         topic = clean_heading(section.title) if section.title.strip() != doc.title.strip() else None
         if topic is None:
             continue
-        question = section.title.strip() if section.title.strip().endswith("?") else f"What does {name} say about {topic}?"
+        question = section.title.strip() if section.title.strip().endswith("?") else topic_question(names, topic)
         if question not in out:
             out.append(question)
-    return out or [f"What is {name} about?"]
+    about = next((q for q in (f"What is {n} about?" for n in names) if len(q) <= MAX_QUESTION_CHARS), "What is it about?")
+    return out or [about]
 
 
 def starter_questions(docs: Sequence[Document], sections_of: dict[str, Sequence[Section]], limit: int = 4) -> list[str]:

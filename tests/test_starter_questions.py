@@ -44,10 +44,16 @@ def test_questions_are_taken_from_each_document_in_turn():
         "b": [],
     }
     assert starter_questions([a, b], sections, limit=3) == [
-        "What does “Acme X200 Vacuum Manual” say about charging the battery?",
+        "What does x200.pdf say about charging the battery?",  # the title would make it too long to show whole
         "What is notes.pdf about?",
-        "What does “Acme X200 Vacuum Manual” say about emptying the dust bin?",
+        "What does x200.pdf say about emptying the dust bin?",
     ]
+    short = _doc("c", "Pump Manual", "c.pdf")
+    assert starter_questions([short], {"c": [_section("c", 1, "3 Winter storage")]}) == [
+        "What does “Pump Manual” say about winter storage?"]
+    long_topic = "Attaching the extended hose reel to the rear mounting bracket"
+    assert starter_questions([short], {"c": [_section("c", 1, long_topic)]}) == ["Attaching the extended hose reel to the rear mounting bracket?"]
+    assert all(len(q) <= 62 for q in starter_questions([a], sections))
 
 
 @pytest.mark.slow
