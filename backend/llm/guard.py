@@ -5,10 +5,8 @@ per-question call budget and answers a task with the rules backend when the mode
 A fallback is recorded as data (usage.fallbacks and one note in usage.notes per reason), not
 raised: a question still gets an answer when the server is down or the model writes prose. A
 model failure (not a spent budget) is also kept in usage.errors, which the answer shows as an
-error (AskResult.llm_error). Once the server cannot be reached or answers an error status, the
-rest of the question's tasks go to the rules without calling it again (each call would wait
-through the same retries). Errors that are not the model's (a bug, a task neither backend knows)
-still raise.
+error (AskResult.llm_error). Errors that are not the model's (a bug, a task neither backend
+knows) still raise.
 
 The schema check covers what the strategies' schemas use (type, properties, required, items,
 enum); it is not a full JSON Schema validator.
@@ -157,20 +155,15 @@ class GuardedBackend:
         self.fallback = fallback or RulesBackend()
         self.name = model.name
         self.usage: LLMUsage = model.usage
-        self._down: str | None = None  # why the server is out of reach for the rest of this question
 
     def _skip_reason(self) -> str | None:
-        if self._down is not None:
-            return f"not called again after it failed ({self._down})"
         if self.usage.calls >= self.max_calls:
             return f"the budget of {self.max_calls} model calls per question is spent"
         return None
 
     def _failed(self, exc: LLMError) -> str:
-        """Record a model failure (usage.errors) and say why; a failure to reach the server stops later calls."""
+        """Record a model failure in usage.errors (once per reason) and say why."""
         why = f"invalid model output ({exc})" if isinstance(exc, LLMOutputError) else f"model call failed ({exc})"
-        if not isinstance(exc, LLMOutputError):
-            self._down = str(exc)
         if why not in self.usage.errors:
             self.usage.errors.append(why)
         return why
