@@ -110,6 +110,10 @@ def _graph_counts(service: Service, ws: Path, growing: bool = False) -> str:
 
 
 SESSION_STORAGE_KEY = "strata-session"  # the browser's localStorage entry that holds the session token
+# Gradio's key for the stored value, the same at every start: with a new one per start, a page opened
+# after a restart could not read the value and logged an error. It hides nothing (every page receives
+# it); the token's server-side signature is what no one can forge (backend/sessions.py).
+SESSION_STORAGE_SECRET = "strata-session-token"
 
 
 def session_note(service: Service, state: Reattach = Reattach.NONE) -> str:
@@ -129,9 +133,9 @@ def session_note(service: Service, state: Reattach = Reattach.NONE) -> str:
             "This page shows the sample corpus again; upload your files again to ask about them."
         ) + stays
     if state is Reattach.UNKNOWN:
-        return render.error_box(
-            "This browser's earlier session is not on this server any more (the server restarted), so its uploads are gone. "
-            "Upload your files again to ask about them."
+        return (
+            '<div class="st-note" id="session-restarted">This browser\'s earlier session ended when the server restarted; '
+            "any files it uploaded are gone. Upload them again to ask about them.</div>"
         ) + stays
     return stays
 
@@ -159,7 +163,7 @@ def build(service: Service, workspace: gr.State, sample_workspace: Path | None, 
     with gr.Tab("Library", id="library"):
         gr.Markdown(_intro(service, sample_workspace))
         session_box = gr.HTML(session_note(service), elem_id="session-note")
-        session_token = gr.BrowserState("", storage_key=SESSION_STORAGE_KEY)
+        session_token = gr.BrowserState("", storage_key=SESSION_STORAGE_KEY, secret=SESSION_STORAGE_SECRET)
         with gr.Row(equal_height=False):
             with gr.Column(scale=3):
                 files = gr.File(
