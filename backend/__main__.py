@@ -67,6 +67,9 @@ def cmd_ingest(args, settings: Settings) -> int:
     return 0 if report.ok else 1
 
 
+EXIT_LLM_FAILED = 3  # `ask`: the LLM server failed and the rules answered in its place
+
+
 def cmd_ask(args, settings: Settings) -> int:
     from backend.service import Service
 
@@ -92,6 +95,9 @@ def cmd_ask(args, settings: Settings) -> int:
         for c in a.citations:
             print(f"  [{c.n}] {c.doc} p.{c.page} {' > '.join(c.section_path)}: {c.text[:160]}")
         print(f"({result.label or result.method}, {result.timings_ms.get('total', 0):.0f} ms)")
+    if result.llm_error:  # the answer came from the rules in the model's place: say so, and fail the command
+        print(f"LLM FAILED: {result.llm_error}", file=sys.stderr)
+        return EXIT_LLM_FAILED
     return 0
 
 

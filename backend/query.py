@@ -206,11 +206,12 @@ class QueryPipeline:
         answer = self.read(question, pack, trace)
         timings["read"] = _ms_since(t)
         timings["total"] = round(sum(timings.values()), 2)
+        trace.notes.extend(n for n in getattr(self.llm.usage, "notes", []) if n not in trace.notes)  # the reader's fallbacks too
         return AskResult(
             question=question, method=method, results=[result_item(self.corpus, i + 1, h) for i, h in enumerate(hits)],
             pack=pack, answer=answer, trace=trace, timings_ms=timings, llm_backend=self.llm.name,
             llm_calls=self.llm.usage.calls, llm_tokens=self.llm.usage.tokens, stages=[st.name for st in selected],
-            label=stages_label(method, spec, selected),
+            label=stages_label(method, spec, selected), llm_error=llm_failure(self.llm),
         )
 
     def reread(self, result: AskResult, budget: int) -> AskResult:
@@ -218,7 +219,21 @@ class QueryPipeline:
         node is not in this corpus are left out of the pack)."""
         hits = [ScoredNode(node_id=r.node_id, score=r.score, why=r.why) for r in result.results if r.node_id in self.corpus.nodes]
         pack = self.pack(result.question, hits, budget)
-        return result.model_copy(update={"pack": pack, "answer": self.read(result.question, pack, result.trace)})
+        answer = self.read(result.question, pack, result.trace)
+        return result.model_copy(update={"pack": pack, "answer": answer, "llm_error": llm_failure(self.llm)})
+
+
+def llm_failure(llm: LLMBackend) -> str | None:
+    """What the user is told when the LLM server failed during a question: its name and why
+    (AskResult.llm_error); None when it did not fail."""
+    errors = getattr(llm.usage, "errors", [])
+    if not errors:
+        return None
+    return (
+        f"The LLM backend {llm.name} failed, so the rules backend answered in its place: {'; '.join(errors[:2])}"
+        + (f" (and {len(errors) - 2} more)" if len(errors) > 2 else "")
+        + ". Check the server's base URL and model in Settings (Apply checks that it answers)."
+    )
 
 
 # ---------------------------------------------------------------- wire format
@@ -283,6 +298,8 @@ class AskReply(Model):
     llm_calls: int
     llm_backend: str
     stages: list[str] = Field(default_factory=list, description="The stages the results ran through (README \"Stages\").")
+    llm_error: str | None = Field(None, description="Why the LLM server failed during the question (the rules answered in its "
+                                  "place); null when it did not fail.")
     trace: Trace | None = Field(None, description="The typed steps of the retrieval; left out by the API.")
 
     @classmethod
@@ -290,7 +307,8 @@ class AskReply(Model):
         return cls(
             question=result.question, method=result.method, answer=WireAnswer.of(result.answer),
             results=[WireResult.of(r) for r in result.results], timings_ms=result.timings_ms, llm_calls=result.llm_calls,
-            llm_backend=result.llm_backend, stages=result.stages, trace=result.trace if with_trace else None,
+            llm_backend=result.llm_backend, stages=result.stages, llm_error=result.llm_error,
+            trace=result.trace if with_trace else None,
         )
 
     def to_dict(self) -> dict:

@@ -46,11 +46,13 @@ from backend.llm.base import LLMBackend
 from backend.llm.factory import BACKENDS as LLM_BACKENDS
 from backend.llm.factory import build_llm
 from backend.llm.hf import ModelSource, locate_model
+from backend.llm.openai_compat import probe_server
+from backend.starter_questions import starter_questions
 from backend.query import AskReply, QueryPipeline, checked_question, checked_scope, checked_top_k
 from backend.render import BLOCK_COLORS, block_highlights, png_bytes, render_page  # noqa: F401 (ui/parse.py reads BLOCK_COLORS here)
 from backend.retrieval.base import Retriever, get_retriever_class, method_names
 from backend.stages import select_stages, stage_infos
-from backend.sessions import SAMPLE_MARKER, SamplePreparation, SessionManager
+from backend.sessions import SAMPLE_MARKER, Reattach, SamplePreparation, SessionHandle, SessionManager  # the last three: for ui/
 from backend.types import (
     AskResult,
     BBox,
@@ -273,6 +275,24 @@ class Service:
         corpus = self.corpus(workspace)
         return [s for s in corpus.sections.values() if s.doc == doc_id]
 
+    def own_documents(self, workspace: Path) -> list[Document]:
+        """The documents of a session's workspace that are not the sample corpus's (its uploads),
+        by content: a sample PDF uploaded again still counts as the sample's. [] for the sample
+        workspace itself."""
+        sample = self.sample_workspace_path()
+        if Path(workspace).resolve() == sample:
+            return []
+        sample_files = {d.sha256 for d in self.documents(sample)}
+        return [d for d in self.documents(workspace) if d.sha256 not in sample_files]
+
+    def starter_questions(self, workspace: Path, docs: Sequence[Document], limit: int = 4) -> list[str]:
+        """Example questions about `docs` made from their headings by rules (backend/starter_questions.py)."""
+        corpus = self.corpus(workspace)
+        sections: dict[str, list[Section]] = {}
+        for section in corpus.sections.values():
+            sections.setdefault(section.doc, []).append(section)
+        return starter_questions(docs, sections, limit)
+
     def sample_workspace_path(self) -> Path:
         return (self.settings.workspace_root / "sample").resolve()
 
@@ -450,6 +470,12 @@ class Service:
         local cache is downloaded only with allow_download (the Settings tab's explicit choice) and never
         under HF_HUB_OFFLINE (backend.llm.hf.locate_model)."""
         return locate_model(name, allow_download)
+
+    @staticmethod
+    def check_llm_server(llm_settings: LLMSettings) -> str:
+        """Is the OpenAI-compatible server of `llm_settings` up and serving its model? One line when
+        it is; LLMError saying what came back and the fix when not (backend.llm.openai_compat.probe_server)."""
+        return probe_server(llm_settings)
 
     def retriever(self, method: str, corpus: Corpus, llm: LLMBackend | None = None) -> Retriever:
         cls = get_retriever_class(method)

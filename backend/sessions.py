@@ -7,6 +7,12 @@ the workspace; the sample's PDF copies are hard-linked, since the store only eve
 by rename). A session's workspace is removed after `idle_minutes` without a call, when the
 session ends, and at shutdown; the number of such workspaces and the bytes of each are capped.
 
+A browser keeps its session across reloads: it stores the session's token (`token_for`: the key
+and an HMAC of it under a secret made at start, so no token can be made up or taken from a log,
+where only keys appear) and hands it back when the page loads (`attach`), which gives it the same
+workspace while that is alive. A session whose token a browser keeps is not released when its
+page goes (the next page takes it up); it goes when idle, as every session does.
+
 `SamplePreparation` is the progress of the sample workspace being built behind a running app,
 so the Library can say "Preparing the sample corpus: k of 4" and questions wait for it; a first
 write never waits for it (that session's workspace starts without the sample).
@@ -17,16 +23,19 @@ workspace: `workspace_for_write` refuses to hand it out.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import logging
 import os
+import secrets
 import shutil
 import sqlite3
 import threading
 import time
-import uuid
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 
 from backend.config import SessionSettings
@@ -122,12 +131,14 @@ class NewSession:
 
 class SessionHandle(os.PathLike):
     """What a session keeps in its `gr.State`: a key, and as a path the workspace it reads now
-    (the sample until its first write, then its own). Deep copies are the same handle."""
+    (the sample until its first write, then its own). Deep copies are the same handle. `kept`:
+    a browser holds its token (SessionManager.keep), so its page going does not release it."""
 
-    __slots__ = ("key", "_manager")
+    __slots__ = ("key", "kept", "_manager")
 
     def __init__(self, key: str, manager: SessionManager) -> None:
         self.key = key
+        self.kept = False
         self._manager = manager
 
     def __fspath__(self) -> str:
@@ -145,6 +156,16 @@ class SessionHandle(os.PathLike):
 
     def __repr__(self) -> str:
         return f"SessionHandle({self.key!r})"
+
+
+class Reattach(str, Enum):
+    """What `SessionManager.attach` made of a token a browser handed back."""
+
+    NONE = "none"  # no token: a new session
+    RESTORED = "restored"  # the session's own workspace is alive: the page takes it up again
+    EMPTY = "empty"  # a valid token of a session that holds no workspace of its own (it only read, or started over)
+    EXPIRED = "expired"  # its workspace was removed after sitting idle
+    UNKNOWN = "unknown"  # not a token of this server run (made up, altered, or from before a restart)
 
 
 @dataclass(slots=True)
@@ -184,20 +205,58 @@ class SessionManager:
         self._expired: OrderedDict[str, None] = OrderedDict()
         self._stop = threading.Event()
         self._sweeper: threading.Thread | None = None
+        self._secret = secrets.token_bytes(32)  # signs the tokens browsers keep; new at every start
 
     # ---------------------------------------------------------------- sessions
 
     def new_handle(self) -> SessionHandle:
         """A new session: costs nothing (no folder) until it writes."""
-        return SessionHandle(uuid.uuid4().hex[:16], self)
+        return SessionHandle(secrets.token_hex(8), self)
+
+    def token_for(self, handle: SessionHandle) -> str:
+        """What a browser stores to come back to this session: its key and the key's HMAC."""
+        return f"{handle.key}.{self._signature(handle.key)}"
+
+    def keep(self, handle: SessionHandle) -> str:
+        """A browser stores the session's token: from now on its page going does not release it."""
+        handle.kept = True
+        return self.token_for(handle)
+
+    def attach(self, token: object) -> tuple[SessionHandle | None, Reattach]:
+        """The session a browser's stored token names, and what became of it. A handle comes back
+        for a valid token (its workspace, when alive, is the page's again); None for no token or a
+        token this server run did not make. Idle sessions are expired first, so a session past its
+        idle time is never taken up again; an expired one is reported once, as a read would."""
+        if not token:
+            return None, Reattach.NONE
+        key, _, signature = str(token).partition(".")
+        if not key or not hmac.compare_digest(signature.encode(), self._signature(key).encode()):
+            return None, Reattach.UNKNOWN
+        self.expire_idle()
+        with self._lock:
+            if key in self._expired:
+                self._expired.pop(key)
+                state = Reattach.EXPIRED
+            elif key in self._own:
+                self._own[key].last_used = self._clock()
+                state = Reattach.RESTORED
+            else:
+                state = Reattach.EMPTY
+        handle = SessionHandle(key, self)
+        handle.kept = True
+        return handle, state
+
+    def _signature(self, key: str) -> str:
+        return hmac.new(self._secret, key.encode(), hashlib.sha256).hexdigest()[:32]
 
     def state_value(self) -> NewSession:
         """The initial value of the UI's workspace `gr.State` (a new session per deep copy)."""
         return NewSession(self)
 
     def release_value(self, value: object) -> None:
-        """The `gr.State` delete callback: release the session a handle names (other values: nothing to do)."""
-        if isinstance(value, SessionHandle):
+        """The `gr.State` delete callback: release the session a handle names, unless a browser keeps
+        its token (a reload takes it up again; it goes when idle). Other values: nothing to do."""
+        if isinstance(value, SessionHandle) and not value.kept:
             self.release(value.key)
 
     @property

@@ -572,6 +572,10 @@ class AskResult(Model):
     llm_tokens: int = 0
     stages: list[str] = Field(default_factory=list, description="The stages selected for this run, in pipeline order.")
     label: str = Field("", description='The method and its stages: "hikey", "hikey + stages", "hikey + stages(a,b)".')
+    llm_error: str | None = Field(
+        None, description="Why the LLM server failed during this question (unreachable, an error status, a reply that is not "
+        "the task's JSON); the tasks it failed were answered by the rules backend. None when it did not fail.",
+    )
 
 
 # ---------------------------------------------------------------- service views

@@ -83,7 +83,8 @@ def test_the_wire_format_carries_ids_and_places_and_drops_only_the_trace_for_the
     result = service.ask(sample_workspace, QUESTION, "hikey", top_k=5)
     full = service.ask_reply(result).to_dict()
     api = service.ask_reply(result, with_trace=False).to_dict()
-    assert set(full) == {"question", "method", "answer", "results", "timings_ms", "llm_calls", "llm_backend", "stages", "trace"}
+    assert set(full) == {"question", "method", "answer", "results", "timings_ms", "llm_calls", "llm_backend", "stages", "llm_error",
+                         "trace"}
     assert set(api) == set(full) - {"trace"}
     assert {k: v for k, v in full.items() if k != "trace"} == api
     assert full["trace"] == result.trace.to_dict()

@@ -77,7 +77,7 @@ def build(service: Service, sample_workspace: Path | None = None, sessions: Sess
         session_settings = settings_tab.new_state(service)  # LLM backend, key and budgets of this session only
         api.build(service, workspace, sample_workspace)  # before the tabs, so its endpoints own the names ingest and ask
         with gr.Tabs():
-            library_tab = library.build(service, workspace, sample_workspace)
+            library_tab = library.build(service, workspace, sample_workspace, sessions)
             parse_tab = parse.build(service, workspace)
             graph.build(service, workspace)
             ask_tab = ask.build(service, workspace, with_examples=sample_workspace is not None and service.settings.serve_workspace is None, session_settings=session_settings)
@@ -105,7 +105,10 @@ def build(service: Service, sample_workspace: Path | None = None, sessions: Sess
                 service.sample.wait_quietly(service.settings.sessions.sample_wait_s)
             return sample_status_html(service), f'<div class="st-footer" id="device-info">Running on {esc(service.device_info())}</div>'
 
-        loaded = demo.load(wait_for_sample, outputs=[sample_status, footer], api_visibility="private", concurrency_limit=None)
+        # First the browser's kept session (a reload finds its uploads again), then everything that reads the workspace.
+        restored = demo.load(library_tab.restore, inputs=library_tab.restore_inputs, outputs=library_tab.restore_outputs,
+                             api_visibility="private", concurrency_limit=None, show_progress="hidden")
+        loaded = restored.then(wait_for_sample, outputs=[sample_status, footer], api_visibility="private", concurrency_limit=None)
         # The documents list changes while an ingest runs (after each finished file): the Parse tab's
         # picker grows with it instead of waiting for the whole batch.
         library_tab.documents.change(
@@ -115,7 +118,7 @@ def build(service: Service, sample_workspace: Path | None = None, sessions: Sess
         for event in [loaded, *library_tab.changed]:
             event.then(library_tab.refresh, inputs=[workspace], outputs=library_tab.refresh_outputs, api_visibility="private").then(
                 parse_tab.refresh, inputs=[workspace, parse_tab.document], outputs=[parse_tab.document], api_visibility="private"
-            )
+            ).then(ask_tab.refresh, inputs=[workspace], outputs=ask_tab.refresh_outputs, api_visibility="private")
     configure_queue(demo, service)
     return demo
 

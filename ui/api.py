@@ -54,13 +54,18 @@ def doc_names(text: str | None) -> list[str]:
 
 
 def ingest_payload(report: IngestReport) -> dict:
+    """The /ingest reply: one entry per file, and counts by outcome. `ingested` counts the files
+    parsed and indexed by this call (new or replaced); a file already in the workspace byte for byte
+    counts as `unchanged`, not as ingested."""
+    statuses = [f.status for f in report.files]
     return {
         "files": [
             {"file_name": f.file_name, "status": f.status, "doc_id": f.doc_id, "title": f.title, "pages": f.pages, "reason": f.reason}
             for f in report.files
         ],
-        "ingested": len(report.ok),
-        "failed": len(report.failed),
+        "ingested": statuses.count("ingested") + statuses.count("replaced"),
+        "unchanged": statuses.count("unchanged"),
+        "failed": statuses.count("failed"),
     }
 
 

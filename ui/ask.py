@@ -6,6 +6,11 @@ boxed on its page. Below: the traversal replay (ui/replay.py), the packed eviden
 with a budget slider that re-packs on release, the ranked results, and saving a run as JSON or
 loading one back into the views.
 
+Once the session has uploaded documents, questions go to them by default ("Ask in": your
+documents; the sample corpus and the whole workspace stay one click away), and the example
+questions are made from the uploads' headings (Service.starter_questions) instead of being the
+sample corpus's; `refresh` sets both after every change to the library.
+
 The session keeps the last run (an `AskResult`) in a `gr.State`, so picking a citation,
 re-packing or exporting needs no new question. It also keeps a small digest of the session's
 recent runs per question (RunDigest: run label, answer, result units), so that asking the same
@@ -53,6 +58,11 @@ LLM_BACKEND_LABELS = {
     "openai": "openai (OpenAI-compatible server)",
     "hf": "hf (local transformers model)",
 }
+# "Ask in": the session's uploads, the sample corpus it started with, or both (shown once it has uploads).
+OWN_DOCS, SAMPLE_DOCS, ALL_DOCS = "own", "sample", "all"
+SCOPES = [("Your documents", OWN_DOCS), ("The sample corpus", SAMPLE_DOCS), ("Everything in this workspace", ALL_DOCS)]
+SAMPLE_EXAMPLES_LABEL = "Questions about the sample corpus"
+OWN_EXAMPLES_LABEL = "Questions about your documents (from their headings)"
 # The stages menu: with the default set, without any (the method as its paper publishes it), or
 # only the stages ticked below it.
 WITH_STAGES, WITHOUT_STAGES, CHOSEN_STAGES = "default", "none", "chosen"
@@ -78,6 +88,8 @@ class AskTab:
     ask_button: gr.Button
     follow: Callable  # session settings -> (llm backend, top-k, budget) updates
     follow_outputs: list
+    refresh: Callable  # workspace -> refresh_outputs: the scope and the example questions after a library change
+    refresh_outputs: list
 
 
 def build(service: Service, workspace: gr.State, with_examples: bool, session_settings: gr.State | None = None) -> AskTab:
@@ -96,6 +108,15 @@ def build(service: Service, workspace: gr.State, with_examples: bool, session_se
                 elem_id="ask-question", max_lines=3,
             )
             ask_button = gr.Button("Ask", variant="primary", scale=1, elem_id="ask-button")
+        scope = gr.Radio(
+            SCOPES, value=ALL_DOCS, label="Ask in", visible=False, elem_id="ask-scope",
+            info="Your uploads by default; the sample corpus is one click away. Documents picked below override this.",
+        )
+        examples = gr.Dataset(
+            components=[question], samples=[[q] for q in SAMPLE_QUESTIONS], type="index", label=SAMPLE_EXAMPLES_LABEL,
+            visible=with_examples, elem_id="ask-examples",
+        )
+        example_texts = gr.State(list(SAMPLE_QUESTIONS))  # what the shown examples say, per session
         with gr.Row():
             method = gr.Dropdown(
                 label="Method", choices=list(methods), value=default_method, info=methods[default_method].description,
@@ -132,8 +153,6 @@ def build(service: Service, workspace: gr.State, with_examples: bool, session_se
                     gr.Slider(**_slot_props(_param_at(methods[default_method], i)), min_width=200, elem_id=f"ask-param-{i}")
                     for i in range(param_slots)
                 ]
-        if with_examples:
-            gr.Examples(SAMPLE_QUESTIONS, inputs=[question], label="Questions about the sample corpus")
         run_state = gr.State(None)
         history_state = gr.State({})  # AskHistory: digests of this session's recent runs, per question
         with gr.Row(equal_height=False):
@@ -233,17 +252,29 @@ def build(service: Service, workspace: gr.State, with_examples: bool, session_se
             gr.update(value=export_file(ws, result), interactive=True),
         )
 
+    def scope_docs(ws: Path, where: str) -> list[str] | None:
+        """The file names "Ask in" stands for (None: the whole workspace, also when it has no uploads)."""
+        if where not in (OWN_DOCS, SAMPLE_DOCS):
+            return None
+        own = service.own_documents(ws)
+        if not own:
+            return None
+        if where == OWN_DOCS:
+            return [d.file_name for d in own]
+        own_ids = {d.id for d in own}
+        return [d.file_name for d in service.documents(ws) if d.id not in own_ids] or None
+
     @gpu_task
     @user_errors
     def ask(workspace_value: str, session, history: AskHistory | None, text: str, method_name: str, backend: str, k: float,
-            budget_tokens: float, chosen_docs: list[str] | None, mode: str, chosen_stages: list[str] | None, *values):
+            budget_tokens: float, chosen_docs: list[str] | None, where: str, mode: str, chosen_stages: list[str] | None, *values):
         ws = session_workspace(workspace_value)
         info = methods.get(method_name)
         if info is None:
             raise StrataError(f"Unknown method '{method_name}'. Pick one from the Method menu.")
         result = service.ask(
             ws, text, method=method_name, top_k=int(k), params=_param_values(info, values), budget=int(budget_tokens),
-            llm_backend=backend, llm_settings=getattr(session, "llm", None), docs=chosen_docs or None,
+            llm_backend=backend, llm_settings=getattr(session, "llm", None), docs=chosen_docs or scope_docs(ws, where),
             stages=stage_spec(mode, chosen_stages),
         )
         # Compared with the other methods' earlier runs of this question, before this run joins them.
@@ -298,6 +329,25 @@ def build(service: Service, workspace: gr.State, with_examples: bool, session_se
         names = sorted(d.file_name for d in service.documents(session_workspace(workspace_value)))
         return gr.update(choices=names, value=[n for n in (chosen or []) if n in names])
 
+    @user_errors
+    def refresh_library(workspace_value):
+        """After the library changed (or the page loaded): with uploads, "Ask in" shows and points at
+        them and the examples come from their headings; without, the sample corpus's examples."""
+        ws = session_workspace(workspace_value)
+        own = service.own_documents(ws)
+        if own:
+            texts = service.starter_questions(ws, own)
+            return (gr.update(visible=True, value=OWN_DOCS), gr.update(samples=[[q] for q in texts], label=OWN_EXAMPLES_LABEL,
+                    visible=True), texts, gr.update(placeholder=f"e.g. {texts[0]}"))
+        texts = list(SAMPLE_QUESTIONS)
+        return (gr.update(visible=False, value=ALL_DOCS), gr.update(samples=[[q] for q in texts], label=SAMPLE_EXAMPLES_LABEL,
+                visible=with_examples), texts, gr.update(placeholder=f"e.g. {texts[0]}"))
+
+    def pick_example(index: int | None, texts: list[str]):
+        if index is None or not texts or not 0 <= index < len(texts):
+            return gr.skip()
+        return texts[index]
+
     def choose_method(name: str):
         info = methods.get(name)
         if info is None:
@@ -323,7 +373,8 @@ def build(service: Service, workspace: gr.State, with_examples: bool, session_se
         *panel.load_outputs, run_state, export,
     ]
     inputs = [
-        workspace, session, history_state, question, method, llm_backend, top_k, budget, docs, stage_mode, stage_names, *slots,
+        workspace, session, history_state, question, method, llm_backend, top_k, budget, docs, scope, stage_mode, stage_names,
+        *slots,
     ]
     # The tab's events stay out of the API docs: programs use the named /ask endpoint (ui/api.py).
     private = {"api_visibility": "private"}
@@ -347,9 +398,13 @@ def build(service: Service, workspace: gr.State, with_examples: bool, session_se
     method.change(choose_method, inputs=[method], outputs=[method, params_panel, *slots], queue=False, **private)
     stage_mode.change(choose_stage_mode, inputs=[stage_mode], outputs=[stage_names], queue=False, **private)
     docs.focus(list_docs, inputs=[workspace, docs], outputs=[docs], queue=False, **private)
+    examples.click(pick_example, inputs=[examples, example_texts], outputs=[question], queue=False, **private)
     # Not session_settings.change: Gradio hashes a watched state's value, and the settings hold
     # pydantic objects it cannot hash. The caller wires `follow` to the Settings tab's Apply.
-    return AskTab(question=question, ask_button=ask_button, follow=follow_settings, follow_outputs=[llm_backend, top_k, budget])
+    return AskTab(
+        question=question, ask_button=ask_button, follow=follow_settings, follow_outputs=[llm_backend, top_k, budget],
+        refresh=refresh_library, refresh_outputs=[scope, examples, example_texts, question],
+    )
 
 
 # ---------------------------------------------------------------- stages

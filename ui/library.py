@@ -2,6 +2,11 @@
 ingested stage by stage (the document list and the graph counts grow as each file finishes),
 read the per-file report, list and remove the documents of this session's workspace.
 
+The browser keeps its session across reloads: a `gr.BrowserState` holds the session's token
+(backend/sessions.py), and when a page loads, `restore` takes that session up again while its
+workspace is alive. The tab says in plain words how long uploads stay, and says once when they
+were removed because the session sat idle.
+
 Ingest runs `Service.ingest` in a worker thread; its progress callback puts `ProgressEvent`s
 into a queue and the Gradio callback (a generator) turns them into updated HTML as they come.
 """
@@ -19,7 +24,7 @@ from pathlib import Path
 import gradio as gr
 
 from backend.errors import StrataError
-from backend.service import Service
+from backend.service import Reattach, Service, SessionHandle, SessionManager
 from backend.types import ClusterTasks, Document, ProgressEvent
 from ui import render
 from ui.common import session_workspace, user_errors, writable_workspace
@@ -47,6 +52,10 @@ class LibraryTab:
     # Reloads the documents table and the remove picker: (workspace) -> refresh_outputs.
     refresh: Callable
     refresh_outputs: list
+    # On page load: (stored token, workspace) -> restore_outputs (the workspace, the token, the session note).
+    restore: Callable
+    restore_inputs: list
+    restore_outputs: list
 
 
 class ProgressBoard:
@@ -100,6 +109,37 @@ def _graph_counts(service: Service, ws: Path, growing: bool = False) -> str:
         return ""
 
 
+SESSION_STORAGE_KEY = "strata-session"  # the browser's localStorage entry that holds the session token
+# Gradio's key for the stored value, the same at every start: with a new one per start, a page opened
+# after a restart could not read the value and logged an error. It hides nothing (every page receives
+# it); the token's server-side signature is what no one can forge (backend/sessions.py).
+SESSION_STORAGE_SECRET = "strata-session-token"
+
+
+def session_note(service: Service, state: Reattach = Reattach.NONE) -> str:
+    """How long this browser's uploads stay, in plain words; after a reload that found the
+    session idled out, a warning first that its uploads were removed."""
+    idle = f"{service.settings.sessions.idle_minutes:g}"
+    if service.settings.serve_workspace is not None:
+        return ""
+    stays = (
+        f'<div class="st-note" id="session-lifetime">Your uploads stay with this browser: reload the page and they are still here. '
+        f"They are removed from the server after {idle} minutes without use, when you press Start over, or when the server "
+        "restarts. Other browsers never see them.</div>"
+    )
+    if state is Reattach.EXPIRED:
+        return render.error_box(
+            f"Your earlier session sat idle for more than {idle} minutes, so the files you uploaded were removed from the server. "
+            "This page shows the sample corpus again; upload your files again to ask about them."
+        ) + stays
+    if state is Reattach.UNKNOWN:
+        return (
+            '<div class="st-note" id="session-restarted">This browser\'s earlier session ended when the server restarted; '
+            "any files it uploaded are gone. Upload them again to ask about them.</div>"
+        ) + stays
+    return stays
+
+
 def _intro(service: Service, sample_workspace: Path | None) -> str:
     if service.settings.serve_workspace is not None:
         return ("This server serves one library to every session, read-only: ask it questions in the **Ask** tab. "
@@ -117,10 +157,13 @@ def _intro(service: Service, sample_workspace: Path | None) -> str:
     )
 
 
-def build(service: Service, workspace: gr.State, sample_workspace: Path | None) -> LibraryTab:
+def build(service: Service, workspace: gr.State, sample_workspace: Path | None, sessions: SessionManager | None = None) -> LibraryTab:
+    """The tab. `sessions`: the app's session manager, which takes a reloaded page's session up again."""
     max_files = service.settings.max_upload_files
     with gr.Tab("Library", id="library"):
         gr.Markdown(_intro(service, sample_workspace))
+        session_box = gr.HTML(session_note(service), elem_id="session-note")
+        session_token = gr.BrowserState("", storage_key=SESSION_STORAGE_KEY, secret=SESSION_STORAGE_SECRET)
         with gr.Row(equal_height=False):
             with gr.Column(scale=3):
                 files = gr.File(
@@ -231,6 +274,17 @@ def build(service: Service, workspace: gr.State, sample_workspace: Path | None) 
         note = '<div class="st-note">Started a fresh workspace.</div>'
         return workspace_value, _documents_table(docs), _remove_choices(docs), note, "", _graph_counts(service, ws)
 
+    def restore(token: str | None, workspace_value):
+        """On page load: the stored token's session when it is alive (else this page's new one), the
+        token to store, and the note that says how long uploads stay (and whether they idled out)."""
+        if sessions is None or not isinstance(workspace_value, SessionHandle):
+            return gr.skip(), gr.skip(), gr.skip()
+        handle, state = sessions.attach(token)
+        handle = handle or workspace_value
+        if state in (Reattach.RESTORED, Reattach.EXPIRED):
+            log.info("a reloaded page took up session %s (%s)", handle.key, state.value)
+        return handle, sessions.keep(handle), session_note(service, state)
+
     ingest_event = ingest_button.click(
         ingest, inputs=[files, workspace], outputs=[progress, report, documents, remove_choice, files, graph_counts],
         concurrency_limit=1, concurrency_id="ingest", show_progress="hidden",  # one at a time: a parse worker and the encoders use both cores
@@ -251,4 +305,5 @@ def build(service: Service, workspace: gr.State, sample_workspace: Path | None) 
         remove_choice=remove_choice, remove_button=remove_button, reset_button=reset_button,
         changed=[ingest_event, remove_event, reset_event],
         refresh=list_documents, refresh_outputs=[documents, remove_choice, graph_counts],
+        restore=restore, restore_inputs=[session_token, workspace], restore_outputs=[workspace, session_token, session_box],
     )

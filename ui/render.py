@@ -119,6 +119,9 @@ def _progress_row(f: FileProgress) -> str:
             f'<div class="st-bar"><div class="st-bar-fill" style="width:{pct:.0f}%"></div></div>'
             f'<span class="st-muted">{f.done}/{f.total}</span>'
         )
+    elif f.stage == "failed":  # red, as far as the file got: a full blue bar would read as done
+        pct = 100.0 * f.done / f.total if f.total else 100.0
+        bar = f'<div class="st-bar"><div class="st-bar-fill st-bar-failed" style="width:{pct:.0f}%"></div></div>'
     elif f.finished:
         bar = '<div class="st-bar"><div class="st-bar-fill" style="width:100%"></div></div>'
     else:
@@ -145,8 +148,10 @@ _MAIN_COUNTS = ("sections", "paragraphs", "tables", "figures", "sentences", "row
 def render_report(report: IngestReport) -> str:
     if not report.files:
         return empty_state("No files were ingested.")
-    ok = len(report.ok)
-    summary = f"{ok} of {len(report.files)} file(s) ingested" + (f", {len(report.failed)} failed" if report.failed else "")
+    unchanged = sum(f.status == "unchanged" for f in report.files)
+    ingested = len(report.ok) - unchanged
+    summary = (f"{ingested} of {len(report.files)} file(s) ingested" + (f", {unchanged} unchanged" if unchanged else "")
+               + (f", {len(report.failed)} failed" if report.failed else ""))
     cards = "".join(_report_card(f) for f in report.files)
     return f'<div class="st-report"><div class="st-report-head">{esc(summary)}</div>{cards}</div>'
 
@@ -274,17 +279,24 @@ def render_blocks(blocks: list[Block], colors: Mapping[BlockKind, str], selected
 
 
 def render_answer(result: AskResult) -> str:
+    """The answer (or the abstention), under an error box when the LLM server failed during the
+    question: then the rules answered in its place, and the answer is labelled so."""
     a = result.answer
+    failed = (
+        f'<div class="st-error st-llm-error" role="alert" id="ask-llm-error">{esc(result.llm_error)}</div>'
+        if result.llm_error else ""
+    )
     if a.abstained:
         reason = f'<div class="st-muted">{esc(a.reason)}</div>' if a.reason else ""
-        return (
+        return failed + (
             '<div class="st-answer st-abstain" data-abstained="true"><div class="st-answer-label">Not enough evidence</div>'
             f'<div>The documents do not answer this question well enough; no answer is given.</div>{reason}</div>'
         )
     marks = " ".join(citation_chip(c) for c in a.citations)
-    return (
-        f'<div class="st-answer" data-abstained="false"><div class="st-answer-label">Answer '
-        f'<span class="st-muted">confidence {a.confidence:.2f}</span></div>'
+    label = "Answer by the rules backend, in place of the failed LLM" if result.llm_error else "Answer"
+    return failed + (
+        f'<div class="st-answer" data-abstained="false" data-llm-failed="{str(bool(result.llm_error)).lower()}">'
+        f'<div class="st-answer-label">{label} <span class="st-muted">confidence {a.confidence:.2f}</span></div>'
         f'<div class="st-answer-text">{esc(a.text)} {marks}</div>'
         f'<div class="st-muted">{esc(a.reason)}</div></div>'
     )

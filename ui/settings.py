@@ -8,7 +8,8 @@ server has HF_HUB_OFFLINE set; otherwise Apply says what to do (Service.locate_h
 unticked again after each Apply, so a later Apply never downloads by surprise.
 
 The choice is per session: a `SessionSettings` in a gr.State, handed to the service with each call
-(`ask_options`); the shared Service's settings are never changed. The API key lives only in that
+(`ask_options`); the shared Service's settings are never changed. Apply checks that an
+OpenAI-compatible server answers and serves the model, and says so (or what came back) on the status. The API key lives only in that
 state as a SecretStr: the key box is blanked when Apply returns, the status says "key set" and
 nothing more, and no log line carries it. A key the server was configured with is never sent to a
 base URL the user typed instead of the server's.
@@ -155,7 +156,23 @@ def on_apply(
         )
     except StrataError as exc:
         return current, *reset, error_box(str(exc)) + render_status(current)
-    return new, *reset, render_status(new)
+    return new, *reset, server_check(new) + render_status(new)
+
+
+def server_check(s: SessionSettings) -> str:
+    """For the openai backend, whether its server answers and serves the model (Service.check_llm_server):
+    a line that says so, or an error box that says what came back. The settings apply either way (the
+    server may be started later); until it answers, every answer shows the failure."""
+    if s.llm_backend != "openai":
+        return ""
+    try:
+        line = Service.check_llm_server(s.llm)
+    except StrataError as exc:
+        return error_box(
+            f"Applied, but the LLM server does not work: {exc} Until it does, questions are answered by the rules "
+            "and each answer says the server failed."
+        )
+    return f'<div class="st-note" id="settings-server-ok">Checked: {esc(line)}.</div>'
 
 
 @dataclass(slots=True)

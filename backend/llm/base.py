@@ -30,12 +30,16 @@ class LLMUsage:
     fallbacks: int = 0
     tasks: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # why a task fell back to rules, for Trace.notes
+    # Why the model failed (unreachable, an error status, a reply that is not the task's JSON), one per
+    # reason; a spent call budget is not a failure. AskResult.llm_error says these to the user.
+    errors: list[str] = field(default_factory=list)
 
     def reset(self) -> None:
         self.calls = self.prompt_tokens = self.completion_tokens = self.fallbacks = 0
         self.seconds = 0.0
         self.tasks = {}
         self.notes = []
+        self.errors = []
 
     @property
     def tokens(self) -> int:

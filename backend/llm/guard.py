@@ -3,8 +3,10 @@ checking it against the task's schema, and `GuardedBackend`, which gives a model
 per-question call budget and answers a task with the rules backend when the model fails.
 
 A fallback is recorded as data (usage.fallbacks and one note in usage.notes per reason), not
-raised: a question still gets an answer when the server is down or the model writes prose.
-Errors that are not the model's (a bug, a task neither backend knows) still raise.
+raised: a question still gets an answer when the server is down or the model writes prose. A
+model failure (not a spent budget) is also kept in usage.errors, which the answer shows as an
+error (AskResult.llm_error). Errors that are not the model's (a bug, a task neither backend
+knows) still raise.
 
 The schema check covers what the strategies' schemas use (type, properties, required, items,
 enum); it is not a full JSON Schema validator.
@@ -154,19 +156,29 @@ class GuardedBackend:
         self.name = model.name
         self.usage: LLMUsage = model.usage
 
+    def _skip_reason(self) -> str | None:
+        if self.usage.calls >= self.max_calls:
+            return f"the budget of {self.max_calls} model calls per question is spent"
+        return None
+
+    def _failed(self, exc: LLMError) -> str:
+        """Record a model failure in usage.errors (once per reason) and say why."""
+        why = f"invalid model output ({exc})" if isinstance(exc, LLMOutputError) else f"model call failed ({exc})"
+        if why not in self.usage.errors:
+            self.usage.errors.append(why)
+        return why
+
     def run(self, task: LLMTask[P, A], payload: P) -> A:
         """The model's answer to a typed task, or the task's rules when the budget is spent or the
         model fails (a reply that does not fit the answer model is a failure)."""
-        if self.usage.calls >= self.max_calls:
+        why = self._skip_reason()
+        if why is not None:
             self.usage.tasks[task.name] = self.usage.tasks.get(task.name, 0) + 1
-            why = f"the budget of {self.max_calls} model calls per question is spent"
         else:
             try:
                 return self.model.run(task, payload)
-            except LLMOutputError as exc:
-                why = f"invalid model output ({exc})"
             except LLMError as exc:
-                why = f"model call failed ({exc})"
+                why = self._failed(exc)
         self._note_fallback(task.name, why)
         return self.fallback.run(task, payload)
 
@@ -174,15 +186,14 @@ class GuardedBackend:
         self, task: str, prompt: str, payload: dict[str, Any], schema: dict[str, Any] | None = None
     ) -> dict[str, Any]:
         schema = schema or DEFAULT_SCHEMAS.get(task)
-        if self.usage.calls >= self.max_calls:
+        skip = self._skip_reason()
+        if skip is not None:
             self.usage.tasks[task] = self.usage.tasks.get(task, 0) + 1
-            return self._fall_back(task, prompt, payload, schema, f"the budget of {self.max_calls} model calls per question is spent")
+            return self._fall_back(task, prompt, payload, schema, skip)
         try:
             return self.model.complete_json(task, prompt, payload, schema)
-        except LLMOutputError as exc:
-            why = f"invalid model output ({exc})"
         except LLMError as exc:
-            why = f"model call failed ({exc})"
+            why = self._failed(exc)
         return self._fall_back(task, prompt, payload, schema, why)
 
     def _note_fallback(self, task: str, why: str) -> None:

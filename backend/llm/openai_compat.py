@@ -190,3 +190,36 @@ def image_data_uri(image: bytes | str | Path) -> str:
     else:
         raise LLMError(f"The image {str(image)[:60]!r} is not PNG, JPEG or WebP; the model cannot take it.")
     return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+PROBE_TIMEOUT_S = 5.0  # a server that takes longer to list its models is reported as not answering
+
+
+def probe_server(settings: LLMSettings, timeout_s: float = PROBE_TIMEOUT_S) -> str:
+    """Check that {base_url} is an OpenAI-compatible server that serves `settings.model`: one
+    GET {base_url}/models (with the key, when one is set). Returns one line for people on success;
+    raises LLMError naming the URL, what came back and the fix. Sends no chat request."""
+    url = settings.base_url.rstrip("/") + "/models"
+    headers = {}
+    if settings.api_key is not None and settings.api_key.get_secret_value():
+        headers["Authorization"] = f"Bearer {settings.api_key.get_secret_value()}"
+    try:
+        resp = httpx.get(url, headers=headers, timeout=timeout_s)
+    except httpx.TimeoutException:
+        raise LLMError(f"{url} did not answer within {timeout_s:g} s. Check that the server runs and the base URL.") from None
+    except httpx.TransportError as exc:
+        raise LLMError(f"Cannot reach {url} ({type(exc).__name__}: {exc}). Check that the server runs and the base URL.") from None
+    if resp.status_code >= 300:
+        hint = STATUS_HINTS.get(resp.status_code, "Check the base URL (it usually ends in /v1).")
+        raise LLMError(f"{url} answered HTTP {resp.status_code}: {snippet(resp.text)!r}. {hint}")
+    try:
+        served = [str(m["id"]) for m in resp.json()["data"]]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise LLMError(
+            f"{url} answered, but not as an OpenAI-compatible server (no model list): {snippet(resp.text)!r}. "
+            "Check the base URL (it usually ends in /v1)."
+        ) from exc
+    if served and settings.model not in served:
+        shown = ", ".join(served[:5]) + (f" and {len(served) - 5} more" if len(served) > 5 else "")
+        raise LLMError(f"{url} does not serve the model '{settings.model}'; it serves {shown}. Set the model to one of them.")
+    return f"{settings.base_url} answers and serves {settings.model}" if served else f"{settings.base_url} answers"
