@@ -12,7 +12,7 @@ the method's ranking, as deep as it ranked (QueryPipeline.rank_depth). `scope` i
 to the documents they chose: it is not switchable and runs whenever documents are chosen, last.
 
 Not here: what each stage reads (one module each: measures, novelty, rows, quoted,
-spread, names, references, scope), the corpus profiles (profile.py).
+spread, names, statements, references, scope), the corpus profiles (profile.py).
 """
 
 from __future__ import annotations
@@ -23,13 +23,14 @@ from typing import ClassVar
 from backend.errors import StrataError
 from backend.stages.base import Stage, StageContext, moved_units, run_stage
 from backend.stages.measures import with_line_items
-from backend.stages.names import named_first
+from backend.stages.names import named_first, naming_strength
 from backend.stages.novelty import new_words_first
 from backend.stages.quoted import quoted_page_first
 from backend.stages.references import place_references
 from backend.stages.rows import named_rows_first
 from backend.stages.scope import SCOPE_WIDEN, within_scope
 from backend.stages.spread import spread_over_pages
+from backend.stages.statements import statement_first
 from backend.types import ScoredNode, StageInfo
 
 __all__ = ["SCOPE_WIDEN", "STAGES", "SCOPE", "Stage", "StageContext", "is_none", "moved_units", "run_stage", "select_stages",
@@ -109,6 +110,20 @@ class NamedDocuments:
         return named_first(context.corpus, context.question, hits, context.trace, kind, context.named())
 
 
+class Statements:
+    name: ClassVar[str] = "statements"
+    description: ClassVar[str] = ("Pages of the financial statement the question names (balance sheet, cash flow, income "
+                                  "statement) go first, in the documents it names.")
+    acts_on: ClassVar[str] = EVERY_CORPUS + " (filings whose statements are sections with tables)"
+    kinds: ClassVar[tuple[str, ...]] = ()
+    before_retrieval: ClassVar[bool] = False
+
+    def apply(self, context: StageContext, hits: list[ScoredNode]) -> list[ScoredNode]:
+        named = context.named()[1]
+        strength = {d: s for d, s in naming_strength(context.corpus, context.question).items() if d in named} if named else {}
+        return statement_first(context.corpus, context.question, hits, context.trace, strength)
+
+
 class References:
     name: ClassVar[str] = "references"
     description: ClassVar[str] = "Pages and labelled units the question names (\"on page 17\", \"Table 2\") go first."
@@ -133,7 +148,7 @@ class Scope:
 
 
 STAGES: tuple[Stage, ...] = (LineItems(), Novelty(), NamedRows(), Quoted(), Spread(), NamedDocuments(),
-                             References())
+                             Statements(), References())
 SCOPE: Stage = Scope()
 DEFAULT, NONE = "default", "none"
 

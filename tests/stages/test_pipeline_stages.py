@@ -10,7 +10,7 @@ from backend.stages import STAGES, is_none, select_stages, stage_infos, stages_l
 from backend.stages.base import moved_units
 from backend.stages.profile import KIND_OVERRIDES, PLAIN, named_profile, profile_of_kinds
 
-ORDER = ["line_items", "novelty", "named_rows", "quoted", "spread", "named_documents", "references"]
+ORDER = ["line_items", "novelty", "named_rows", "quoted", "spread", "named_documents", "statements", "references"]
 
 
 def test_the_stages_are_listed_once_in_pipeline_order():

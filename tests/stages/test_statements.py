@@ -1,0 +1,85 @@
+"""The statement a question names (backend/stages/statements.py): filings written as PDFs here and
+ingested, their statements set with white space as real filings set them. "Using the cash flow
+statement ..." is asked of the page that prints the statement of cash flows of the filing the
+question names, not of the pages that talk about cash flows."""
+
+from __future__ import annotations
+
+import pymupdf
+import pytest
+
+from backend.stages.statements import named_statements, statement_pages
+
+PROSE = ("Liquidity and capital resources. Our cash flows from operating activities funded our capital expenditures, "
+         "and we expect cash flows to fund purchases of property and equipment next year. Free cash flow is a "
+         "measure we use to judge the cash our operations provide after capital expenditures.")
+BALANCE = ["Cash and cash equivalents", "Accounts receivable", "Inventories", "Total current assets", "Property and equipment, net",
+           "Total assets", "Accounts payable", "Total current liabilities", "Long-term debt", "Total liabilities"]
+CASH = ["Net income", "Depreciation and amortization", "Stock-based compensation", "Changes in inventories",
+        "Net cash provided by operating activities", "Purchases of property and equipment", "Acquisitions",
+        "Net cash used in investing activities", "Dividends paid", "Net cash used in financing activities"]
+
+
+def _statement(page, title: str, year: int, labels: list[str]) -> None:
+    page.insert_text((200, 60), title, fontname="hebo", fontsize=12)
+    for x, text in ((455, str(year)), (540, str(year - 1))):
+        page.insert_text((x, 90), text, fontname="helv", fontsize=9)
+    for i, label in enumerate(labels):
+        y = 110 + 14 * i
+        page.insert_text((40, y), label, fontname="helv", fontsize=9)
+        for right, value in ((480, f"{(i + 3) * 1117:,}"), (565, f"{(i + 2) * 1013:,}")):
+            text = value
+            page.insert_text((right - pymupdf.get_text_length(text, fontname="helv", fontsize=9), y), text,
+                             fontname="helv", fontsize=9)
+
+
+def _filing(path, company: str, year: int) -> None:
+    doc = pymupdf.open()
+    for _ in range(2):  # discussion pages that write "cash flows" more often than the statement does
+        page = doc.new_page(width=612, height=792)
+        page.insert_text((200, 60), "Management's Discussion and Analysis", fontname="hebo", fontsize=12)
+        page.insert_textbox(pymupdf.Rect(40, 80, 570, 700), (f"{company} " + PROSE + " ") * 4, fontname="helv", fontsize=10)
+    _statement(doc.new_page(width=612, height=792), "CONSOLIDATED BALANCE SHEETS", year, BALANCE)
+    _statement(doc.new_page(width=612, height=792), "CONSOLIDATED STATEMENTS OF CASH FLOWS", year, CASH)
+    doc.save(path)
+
+
+@pytest.fixture(scope="module")
+def filings(service, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("filings")
+    paths = []
+    for company, year in (("ACME", 2019), ("ACME", 2020), ("GLOBEX", 2020), ("INITECH", 2020)):
+        path = folder / f"{company}_{year}_10K.pdf"
+        _filing(path, company, year)
+        paths.append(path)
+    ws = folder / "ws"
+    report = service.ingest(ws, paths)
+    assert not report.failed, report.failed
+    return service.corpus(ws)
+
+
+def test_what_questions_call_the_statements():
+    assert named_statements("Using the cash flow statement, what is the FCF?") == ["cash flow statement"]
+    assert named_statements("From the statement of financial position and the P&L, what is ROA?") == ["balance sheet",
+                                                                                                       "income statement"]
+    assert named_statements("What is the total debt?") == []
+
+
+def test_a_filing_s_statements_are_its_sections_titled_so_that_hold_a_table(filings):
+    pages = statement_pages(filings)
+    by_file = {(filings.documents[d].file_name, name): p for (d, name), p in pages.items()}
+    assert by_file[("ACME_2020_10K.pdf", "cash flow statement")] == [4]
+    assert by_file[("ACME_2020_10K.pdf", "balance sheet")] == [3]
+    assert not any(name == "income statement" for _, name in by_file)  # no page prints one
+
+
+def test_the_named_statement_of_the_named_filing_comes_first(service, filings):
+    question = "Using the cash flow statement, what were ACME's FY2020 purchases of property and equipment?"
+    pipeline = service._pipeline(filings, None, None)
+    hits, trace = pipeline.retrieve(service.retriever("strata", filings), "strata", question, 6, {})
+    first = filings.nodes[hits[0].node_id]
+    assert (filings.documents[first.doc].file_name, first.page) == ("ACME_2020_10K.pdf", 4)
+    assert any(getattr(s, "index", None) == "statements" for s in trace.steps)
+    assert any(n.startswith("The question names the cash flow statement") for n in trace.notes)
+    plain, plain_trace = pipeline.retrieve(service.retriever("strata", filings), "strata", question, 6, {}, stages="none")
+    assert not any(getattr(s, "index", None) == "statements" for s in plain_trace.steps)
