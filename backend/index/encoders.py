@@ -168,6 +168,8 @@ def _export_onnx(model_path: str, target: Path, int8: bool) -> None:
     # (tests/index/test_onnx_encoder.py), so those warnings say nothing to a person starting the app.
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore", category=torch.jit.TracerWarning)
+        # MiniLM's token-type lookup is exported as an index op; its indices are never negative.
+        warnings.filterwarnings("ignore", message="Exporting aten::index operator", category=UserWarning)
         torch.onnx.export(
             model, (ids, ids, torch.zeros_like(ids)), str(fp32), input_names=["input_ids", "attention_mask", "token_type_ids"],
             output_names=["emb"], dynamic_axes=axes, opset_version=17, dynamo=False,

@@ -154,4 +154,6 @@ def test_the_export_shows_no_tracer_warnings(tmp_path):
         _export_onnx(resolve_model_path(IndexSettings().text_encoder), tmp_path / "m.onnx", int8=False)
         assert (tmp_path / "m.onnx").is_file()
         assert [str(w.message)[:120] for w in seen if issubclass(w.category, torch.jit.TracerWarning)] == []
+        shown_by_default = [w for w in seen if not issubclass(w.category, (DeprecationWarning, PendingDeprecationWarning))]
+        assert [(w.category.__name__, str(w.message)[:120]) for w in shown_by_default if "torch" in w.filename] == []
     assert warnings.filters == before
