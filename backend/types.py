@@ -66,6 +66,10 @@ class EdgeKind(str, Enum):
     RELATION = "relation"
 
 
+# The edges a reader follows from a passage to another place: what an answer's evidence is shown with.
+NAVIGATION_EDGES: tuple[EdgeKind, ...] = (EdgeKind.XREF, EdgeKind.LINK, EdgeKind.CAPTION, EdgeKind.DOC_LINK)
+
+
 class BlockKind(str, Enum):
     """What a layout block on a page is; drives the colours of the parse view."""
 

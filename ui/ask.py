@@ -63,9 +63,12 @@ STAGE_MODES = [
 ]
 RUNS_DIR = Path(tempfile.gettempdir()) / "strata_runs"  # Gradio serves files from the temp dir
 MAX_RUN_BYTES = 20 * 1024 * 1024
-# Every element with data-cite (answer chips, citation cards) opens that citation on its page.
+# Every element with data-cite (answer chips, citation cards) opens that citation on its page; a
+# card's "show in graph" link (data-graph-node) sends its node to the Graph tab instead.
 CITE_CLICK_JS = """
 element.addEventListener('click', (event) => {
+  const link = event.target.closest('[data-graph-node]');
+  if (link) { trigger('click', {graph: link.dataset.graphNode}); return; }
   const chip = event.target.closest('[data-cite]');
   if (chip) { trigger('click', {n: Number(chip.dataset.cite)}); }
 });
@@ -78,6 +81,9 @@ class AskTab:
     ask_button: gr.Button
     follow: Callable  # session settings -> (llm backend, top-k, budget) updates
     follow_outputs: list
+    run_state: gr.State  # the last AskResult
+    citations: gr.HTML  # its click event carries `graph` (a node id) from a card's "show in graph" link
+    show_in_graph: gr.Button  # the caller wires it to the Graph tab
 
 
 def build(service: Service, workspace: gr.State, with_examples: bool, session_settings: gr.State | None = None) -> AskTab:
@@ -141,6 +147,7 @@ def build(service: Service, workspace: gr.State, with_examples: bool, session_se
                 answer = gr.HTML(BEFORE_ASKING, elem_id="ask-answer", js_on_load=CITE_CLICK_JS)
                 contributed = gr.HTML(elem_id="ask-contribution")  # what this method found that others did not
                 citations = gr.HTML(elem_id="ask-citations", js_on_load=CITE_CLICK_JS)
+                show_in_graph = gr.Button("Show the evidence in the graph", size="sm", elem_id="ask-show-in-graph")
                 facts = gr.HTML(elem_id="ask-facts")
             with gr.Column(scale=1):
                 citation_image = gr.Image(
@@ -349,7 +356,10 @@ def build(service: Service, workspace: gr.State, with_examples: bool, session_se
     docs.focus(list_docs, inputs=[workspace, docs], outputs=[docs], queue=False, **private)
     # Not session_settings.change: Gradio hashes a watched state's value, and the settings hold
     # pydantic objects it cannot hash. The caller wires `follow` to the Settings tab's Apply.
-    return AskTab(question=question, ask_button=ask_button, follow=follow_settings, follow_outputs=[llm_backend, top_k, budget])
+    return AskTab(
+        question=question, ask_button=ask_button, follow=follow_settings, follow_outputs=[llm_backend, top_k, budget],
+        run_state=run_state, citations=citations, show_in_graph=show_in_graph,
+    )
 
 
 # ---------------------------------------------------------------- stages

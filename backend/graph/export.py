@@ -29,6 +29,7 @@ from backend.types import (
     GraphEdgeView,
     GraphNodeView,
     GraphView,
+    NAVIGATION_EDGES,
     Layer,
     NeighbourView,
     Node,
@@ -40,8 +41,6 @@ from backend.types import (
 ExportFormat = Literal["json", "graphml"]
 EXPORT_FORMATS: tuple[str, ...] = ("json", "graphml")
 LAYER_NAMES: dict[Layer, str] = {layer: layer.name.lower() for layer in Layer}  # document | component | subcomponent | entity
-# The edges a reader follows from a passage to another place: what an answer's evidence is shown with.
-NAVIGATION_EDGES: tuple[EdgeKind, ...] = (EdgeKind.XREF, EdgeKind.LINK, EdgeKind.CAPTION, EdgeKind.DOC_LINK)
 LABEL_CHARS = 36
 TOOLTIP_CHARS = 240
 MAX_NEIGHBOURS = 60
@@ -240,8 +239,8 @@ def ego_view(
     limit: int = 300,
 ) -> GraphView:
     """The graph around some nodes: the centres, their neighbours over edges of `edge_kinds` (None:
-    every kind) that pass the layer and kind filters, and the sections and document above each of
-    them, so every node shows where it sits; the edges of those kinds and the hierarchy between
+    every kind) and the neighbours of what holds them over the navigational kinds among those, that
+    pass the layer and kind filters, and the sections and document above each of them, so every node shows where it sits; the edges of those kinds and the hierarchy between
     them. Cut to `limit` nodes, centres first, then their place in the hierarchy, then neighbours."""
     if limit < 1:
         raise StrataError(f"The node limit must be at least 1, not {limit}.")
@@ -261,7 +260,13 @@ def ego_view(
     order: dict[str, None] = dict.fromkeys(known)
     for c in known:
         order.update(dict.fromkeys(_ancestors(corpus, c)))
-    ring = [o for c in known for o in corpus.neighbour_ids(c, kinds) if passes(corpus.nodes[o])]
+    # The centres' own edges; and the navigational ones of what holds them (a cited sentence's
+    # paragraph refers to "Table 2", its document links to another).
+    navigational = tuple(k for k in kinds if k in NAVIGATION_EDGES)
+    holders = [a for c in known for a in _ancestors(corpus, c)] if navigational else []
+    ring = [o for c in known for o in corpus.neighbour_ids(c, kinds)]
+    ring += [o for a in holders for o in corpus.neighbour_ids(a, navigational)]
+    ring = [o for o in ring if passes(corpus.nodes[o])]
     for o in ring:
         order.update(dict.fromkeys([o, *_ancestors(corpus, o)]))
     ids = list(order)
