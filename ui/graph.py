@@ -158,7 +158,7 @@ var LABEL_PX = %d;
     var positions = network.getPositions();
     var selected = network.getSelectedNodes();
     var fontSize = LABEL_PX / scale;
-    measure.font = LABEL_PX + "px system-ui, sans-serif";
+    measure.font = "bold " + LABEL_PX + "px system-ui, sans-serif";  // a selected node's label is bold
     var all = nodes.get();
     all.sort(function (a, b) { return (rankOf(a, selected) - rankOf(b, selected)) || ((a.drawOrder || 0) - (b.drawOrder || 0)); });
     var placed = [], updates = [];
@@ -168,8 +168,8 @@ var LABEL_PX = %d;
       if (p && n.fullLabel) {
         var c = network.canvasToDOM(p);
         var r = (n.size || 10) * scale;
-        var half = Math.max(measure.measureText(n.fullLabel).width / 2 + 3, r);
-        var box = {id: n.id, x0: c.x - half, x1: c.x + half, y0: c.y - r, y1: c.y + r + LABEL_PX * 1.4 + 4};
+        var half = Math.max(measure.measureText(n.fullLabel).width / 2 + 6, r + 2);
+        var box = {id: n.id, x0: c.x - half, x1: c.x + half, y0: c.y - r - 2, y1: c.y + r + LABEL_PX * 1.6 + 6};
         var inView = box.x0 >= 0 && box.y0 >= 0 && box.x1 <= frame.width && box.y1 <= frame.height;
         var free = !placed.some(function (q) { return box.x0 < q.x1 && q.x0 < box.x1 && box.y0 < q.y1 && q.y0 < box.y1; });
         if (inView && free) { placed.push(box); label = n.fullLabel; }
