@@ -67,7 +67,48 @@ def cmd_ingest(args, settings: Settings) -> int:
     return 0 if report.ok else 1
 
 
+def _print_answer(answer: dict, citations: list[dict], label: str, total_ms: float) -> None:
+    print(("ABSTAINED: " if answer["abstained"] else "") + answer["text"])
+    for c in citations:
+        print(f"  [{c['n']}] {c['doc']} p.{c['page']} {' > '.join(c['section_path'])}: {c['text'][:160]}")
+    print(f"({label}, {total_ms:.0f} ms)")
+
+
+def _ask_server(args) -> int:
+    """One question to a running Strata server's /ask endpoint (ui/api.py), so this process loads
+    no models or indexes: the server has them loaded already. It asks the server's workspace."""
+    unsupported = [flag for flag, value in (("--questions", args.questions), ("--params", args.params), ("--budget", args.budget),
+                                            ("--workspace", args.workspace), ("--scoped", args.scoped)) if value]
+    if unsupported:
+        raise StrataError(f"{', '.join(unsupported)} cannot go with --server (the server's /ask takes a question, --method, "
+                          "--top-k, --doc and --stages, over the server's workspace). Drop --server to run them here.")
+    if not args.question:
+        raise StrataError("Give a QUESTION to ask the server.")
+    import httpx
+    from gradio_client import Client
+    from gradio_client.exceptions import AppError
+
+    try:
+        client = Client(args.server, verbose=False)
+        reply = client.predict(
+            question=" ".join(args.question), method=args.method or "", top_k=args.top_k, docs="\n".join(args.doc or []),
+            stages=args.stages or "", api_name="/ask",
+        )
+    except AppError as exc:  # the server's own message (a StrataError there): what to change in the question
+        raise StrataError(f"The server at '{args.server}' refused the question: {exc}") from None
+    except (OSError, ValueError, httpx.HTTPError) as exc:
+        raise StrataError(f"Could not ask the Strata server at '{args.server}': {exc}. Start it with `python app.py` "
+                          "(or `python -m backend serve`), or drop --server to load the models here.") from None
+    if args.json:
+        print(json.dumps(reply))
+    else:
+        _print_answer(reply["answer"], reply["answer"]["citations"], reply["method"], reply["timings_ms"].get("total", 0))
+    return 0
+
+
 def cmd_ask(args, settings: Settings) -> int:
+    if args.server:
+        return _ask_server(args)
     from backend.service import Service
 
     service = Service(settings)
@@ -87,11 +128,9 @@ def cmd_ask(args, settings: Settings) -> int:
     if args.json:
         print(json.dumps(service.ask_reply(result).to_dict()))
     else:
-        a = result.answer
-        print(("ABSTAINED: " if a.abstained else "") + a.text)
-        for c in a.citations:
-            print(f"  [{c.n}] {c.doc} p.{c.page} {' > '.join(c.section_path)}: {c.text[:160]}")
-        print(f"({result.label or result.method}, {result.timings_ms.get('total', 0):.0f} ms)")
+        reply = service.ask_reply(result, with_trace=False).to_dict()
+        _print_answer(reply["answer"], reply["answer"]["citations"], result.label or result.method,
+                      result.timings_ms.get("total", 0))
     return 0
 
 
@@ -176,6 +215,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--stages", default=None, metavar="default|none|NAME[,NAME...]",
                     help="stages run after the method (README \"Stages\"): default, none (the method as its paper "
                          "describes it) or stage names; default: STRATA_RETRIEVAL__STAGES")
+    sp.add_argument("--server", default=None, metavar="URL",
+                    help="ask a running Strata server (python app.py, e.g. http://127.0.0.1:7860/) through its /ask API "
+                         "instead of loading the models here: an answer in about a second instead of a cold start; it asks "
+                         "the server's workspace")
     sp.set_defaults(fn=cmd_ask)
 
     sp = common(sub.add_parser("eval", help="ingest a benchmark folder's corpus and score a method on it"))

@@ -112,10 +112,13 @@ def build(service: Service, workspace: gr.State, with_examples: bool, session_se
                 value=settings.reader.llm_backend, info="Used by the method's prompts and the reader; rules needs no model.",
                 scale=2, elem_id="ask-llm",
             )
-            top_k = gr.Slider(1, 50, value=settings.retrieval.top_k, step=1, label="Top-k results", scale=2, elem_id="ask-top-k")
+            # Wide enough for a slider's label, number box and reset button: a narrow window wraps the row instead.
+            top_k = gr.Slider(
+                1, 50, value=settings.retrieval.top_k, step=1, label="Top-k results", scale=2, min_width=230, elem_id="ask-top-k",
+            )
             budget = gr.Slider(
                 128, 8192, value=settings.reader.token_budget, step=64, label="Evidence token budget", scale=2,
-                elem_id="ask-budget",
+                min_width=230, elem_id="ask-budget",
             )
         with gr.Row(equal_height=True):
             stage_mode = gr.Radio(
