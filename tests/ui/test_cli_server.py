@@ -42,7 +42,6 @@ def test_ask_through_a_running_server_loads_no_models(app_url):
     assert out.returncode == 0, out.stderr[-2000:]
     reply = json.loads(out.stdout)
     assert reply["question"] == QUESTION and reply["method"] == "bm25" and len(reply["results"]) == 3
-    assert reply["results"][0]["doc"] == "policy_brief.pdf"
     loaded = json.loads(out.stderr.rsplit("LOADED=", 1)[1].splitlines()[0])
     assert loaded == []  # the server did the work: this process loaded none of them
     api = gradio_client.Client(app_url, verbose=False).predict(question=QUESTION, method="bm25", top_k=3, api_name="/ask")
