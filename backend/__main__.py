@@ -12,12 +12,14 @@ import logging
 import sys
 from pathlib import Path
 
+from backend.checks import checked_question, checked_top_k
 from backend.config import Settings
 from backend.errors import StrataError, log_name
 from backend.logs import configure_logging
 from backend.types import ProgressEvent
 
 log = logging.getLogger("strata.cli")
+WORKSPACE_DB = "strata.sqlite"  # backend/graph/store.py's DB_NAME, without importing the store
 
 
 def _expand(paths: list[str]) -> list[Path]:
@@ -106,23 +108,36 @@ def _ask_server(args) -> int:
     return 0
 
 
-def cmd_ask(args, settings: Settings) -> int:
-    if args.server:
-        return _ask_server(args)
-    from backend.service import Service
-
-    service = Service(settings)
+def _check_ask(args, settings: Settings) -> Path:
+    """The workspace of an `ask`, once the call is known to be good: a bad question, top-k or
+    workspace fails here, before any model or index is loaded."""
     ws = _workspace(args, settings)
-    params = json.loads(args.params) if args.params else {}
     if args.questions:
         if not args.out:
             raise StrataError("--questions needs --out PRED.jsonl")
-        return _ask_batch(service, ws, args, params)
-    if args.scoped:
+    elif args.scoped:
         raise StrataError("--scoped reads each question's meta.doc_scope: use it with --questions; "
                           "for one question, name the documents with --doc.")
-    if not args.question:
+    elif not args.question:
         raise StrataError("Give a QUESTION, or --questions FILE.jsonl --out PRED.jsonl.")
+    else:
+        checked_question(" ".join(args.question), settings)
+    checked_top_k(args.top_k, settings)
+    if not (ws / WORKSPACE_DB).is_file():
+        raise StrataError(f"No workspace at '{ws}'. Ingest a PDF first or set STRATA_WORKSPACE.")
+    return ws
+
+
+def cmd_ask(args, settings: Settings) -> int:
+    if args.server:
+        return _ask_server(args)
+    ws = _check_ask(args, settings)
+    params = json.loads(args.params) if args.params else {}
+    from backend.service import Service
+
+    service = Service(settings)
+    if args.questions:
+        return _ask_batch(service, ws, args, params)
     question = " ".join(args.question)
     result = service.ask(ws, question, args.method, args.top_k, params, args.budget, docs=args.doc, stages=args.stages)
     if args.json:
