@@ -75,84 +75,80 @@ def _console_session(browser, url: str, width: int = 1280, height: int = 900):
     return context, page
 
 
-def test_no_console_errors_on_load_and_through_every_tab(browser, app_url):
+@pytest.fixture(scope="module")
+def page(browser, app_url):
+    """One session for the module's tests (each page load costs seconds); its problems are checked by each test."""
     context, page = _console_session(browser, app_url)
-    try:
-        for name in TABS:
-            _open_tab(page, name)
-            if name == "Graph":
-                frame = page.locator("#graph-view iframe").element_handle().content_frame()
-                frame.wait_for_selector("body[data-stable=true]", state="attached", timeout=UI_TIMEOUT_MS)
-            if name == "Parse":
-                expect(page.locator("#parse-page-image img")).to_be_visible()
-            page.wait_for_timeout(600)  # late errors of the tab's first draw (resize loops fire after layout)
-        _shot(page, "small_print_01_tabs")
-        assert _problems(page) == []
-    finally:
-        context.close()
+    yield page
+    context.close()
 
 
-def test_a_users_mistake_leaves_no_traceback_in_the_server_log(browser, app_url, app_log):
-    context, page = _console_session(browser, app_url)
-    try:
-        # Ingest with no file chosen: the toast says what to do; the server log has no traceback.
-        log_before = app_log.read_text(encoding="utf-8", errors="replace")
-        page.locator("#ingest-button").click()
-        expect(page.locator(".toast-body.error").first).to_contain_text("Choose one or more PDF files first")
-        page.wait_for_timeout(500)
-        new_log = app_log.read_text(encoding="utf-8", errors="replace")[len(log_before):]
-        assert "Traceback" not in new_log, new_log[-2000:]
-    finally:
-        context.close()
+def test_no_console_errors_on_load_and_through_every_tab(page):
+    for name in TABS:
+        _open_tab(page, name)
+        if name == "Graph":
+            frame = page.locator("#graph-view iframe").element_handle().content_frame()
+            frame.wait_for_selector("body[data-stable=true]", state="attached", timeout=UI_TIMEOUT_MS)
+        if name == "Parse":
+            expect(page.locator("#parse-page-image img")).to_be_visible()
+        page.wait_for_timeout(600)  # late errors of the tab's first draw (resize loops fire after layout)
+    _shot(page, "small_print_01_tabs")
+    assert _problems(page) == []
 
 
-def test_the_ask_tab_fits_a_window_800_px_wide(browser, app_url):
-    context, page = _console_session(browser, app_url, width=800, height=900)
+def test_the_ask_tab_fits_a_window_800_px_wide(page):
+    page.set_viewport_size({"width": 800, "height": 900})
     try:
         _open_tab(page, "Ask")
         expect(page.locator("#ask-question textarea")).to_be_visible()
+        page.wait_for_timeout(300)  # the new width's layout
         assert page.evaluate(OVERFLOW_JS, ASK_CONTROLS) == []
         _shot(page, "small_print_02_ask_800")
     finally:
-        context.close()
+        page.set_viewport_size({"width": 1280, "height": 900})
 
 
-def test_the_parse_page_fills_its_column_and_zooms(browser, app_url):
-    context, page = _console_session(browser, app_url)
-    try:
-        _open_tab(page, "Parse")
-        img = page.locator("#parse-page-image img")
-        expect(img).to_be_visible()
-        page.wait_for_function("() => { const i = document.querySelector('#parse-page-image img'); return i && i.complete && i.naturalWidth > 0; }")
-        column = page.locator("#parse-page-image").evaluate("(el) => el.getBoundingClientRect().width")
-        fitted = img.evaluate("(i) => ({shown: i.getBoundingClientRect().width, natural: i.naturalWidth})")
-        assert fitted["shown"] >= 0.95 * column - 4, (fitted, column)  # as wide as its column
-        assert fitted["natural"] >= 0.9 * fitted["shown"]  # not blown up from a small render
-        slider = page.locator("#parse-zoom input[type=number]")
-        slider.fill("200")
-        slider.press("Enter")
-        page.wait_for_function(
-            "(w) => document.querySelector('#parse-page-image img').getBoundingClientRect().width > 1.8 * w", arg=fitted["shown"]
-        )
-        scroller = page.locator("#parse-page-image .st-page-scroll")
-        assert scroller.evaluate("(el) => el.scrollWidth > el.clientWidth")  # zoomed past the column, it scrolls
-        _shot(page, "small_print_03_parse_zoom")
-        assert _problems(page) == []
-    finally:
-        context.close()
+def test_the_parse_page_fills_its_column_and_zooms(page):
+    _open_tab(page, "Parse")
+    img = page.locator("#parse-page-image img")
+    expect(img).to_be_visible()
+    page.wait_for_function("() => { const i = document.querySelector('#parse-page-image img'); return i && i.complete && i.naturalWidth > 0; }")
+    column = page.locator("#parse-page-image").evaluate("(el) => el.getBoundingClientRect().width")
+    fitted = img.evaluate("(i) => ({shown: i.getBoundingClientRect().width, natural: i.naturalWidth})")
+    assert fitted["shown"] >= 0.95 * column - 4, (fitted, column)  # as wide as its column
+    assert fitted["natural"] >= 0.9 * fitted["shown"]  # not blown up from a small render
+    slider = page.locator("#parse-zoom input[type=number]")
+    slider.fill("200")
+    slider.press("Enter")
+    page.wait_for_function(
+        "(w) => document.querySelector('#parse-page-image img').getBoundingClientRect().width > 1.8 * w", arg=fitted["shown"]
+    )
+    scroller = page.locator("#parse-page-image .st-page-scroll")
+    assert scroller.evaluate("(el) => el.scrollWidth > el.clientWidth")  # zoomed past the column, it scrolls
+    _shot(page, "small_print_03_parse_zoom")
+    assert _problems(page) == []
 
 
 @pytest.mark.skipif(not (SHARED / "bench").is_dir(), reason="../shared/bench is not here")
-def test_evaluate_starts_on_the_smallest_collection(browser, app_url):
+def test_evaluate_starts_on_the_smallest_collection(page):
     from backend.eval.folders import list_benchmarks
     from ui.evaluate import smallest_bench
 
     smallest = smallest_bench(list_benchmarks(SHARED / "bench"))
-    context, page = _console_session(browser, app_url)
-    try:
-        _open_tab(page, "Evaluate")
-        expect(page.locator("#eval-bench input")).to_have_value(f"{smallest.name} ({sum(1 for _ in (smallest / 'corpus').glob('*.pdf'))} PDFs)")
-        # The ingest note is about the picked collection (its EM and F1 columns: test_compare_eval_browser.py).
-        expect(page.locator("#eval-ingest-note")).to_contain_text(smallest.name)
-    finally:
-        context.close()
+    _open_tab(page, "Evaluate")
+    expect(page.locator("#eval-bench input")).to_have_value(f"{smallest.name} ({sum(1 for _ in (smallest / 'corpus').glob('*.pdf'))} PDFs)")
+    # The ingest note is about the picked collection (its EM and F1 columns: test_compare_eval_browser.py).
+    expect(page.locator("#eval-ingest-note")).to_contain_text(smallest.name)
+    assert _problems(page) == []
+
+
+def test_a_users_mistake_leaves_no_traceback_in_the_server_log(page, app_log):
+    """Last in the module: the error toast it makes is expected."""
+    _open_tab(page, "Library")
+    # Ingest with no file chosen: the toast says what to do; the server log has no traceback.
+    log_before = app_log.read_text(encoding="utf-8", errors="replace")
+    page.locator("#ingest-button").click()
+    expect(page.locator(".toast-body.error").first).to_contain_text("Choose one or more PDF files first")
+    page.wait_for_timeout(500)
+    new_log = app_log.read_text(encoding="utf-8", errors="replace")[len(log_before):]
+    assert "Traceback" not in new_log, new_log[-2000:]
