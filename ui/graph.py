@@ -150,7 +150,10 @@ var LABEL_PX = %d;
   if (typeof network === "undefined") { return; }
   var measure = document.createElement("canvas").getContext("2d");
   var pending = null;
-  function rankOf(n, selected) { return selected.indexOf(n.id) >= 0 ? -1 : (n.labelRank || 20); }
+  function rankOf(n, selected) {
+    if (selected.indexOf(n.id) >= 0) { return -1; }
+    return typeof n.labelRank === "number" ? n.labelRank : 20;  // 0 (a centre of the view) is a rank, not a gap
+  }
   function placeLabels() {
     var scale = network.getScale();
     if (!(scale > 0)) { return; }
@@ -172,7 +175,8 @@ var LABEL_PX = %d;
         var box = {id: n.id, x0: c.x - half, x1: c.x + half, y0: c.y - r - 2, y1: c.y + r + LABEL_PX * 1.6 + 6};
         var inView = box.x0 >= 0 && box.y0 >= 0 && box.x1 <= frame.width && box.y1 <= frame.height;
         var free = !placed.some(function (q) { return box.x0 < q.x1 && q.x0 < box.x1 && box.y0 < q.y1 && q.y0 < box.y1; });
-        if (inView && free) { placed.push(box); label = n.fullLabel; }
+        // The chosen node and the view's centres are always named, at the edge too; they are placed first.
+        if ((inView || rankOf(n, selected) <= 0) && free) { placed.push(box); label = n.fullLabel; }
       }
       if (n.label !== label || !n.font || Math.abs(n.font.size - fontSize) > 0.01) {
         updates.push({id: n.id, label: label, font: {size: fontSize}});
