@@ -12,12 +12,14 @@ import logging
 import sys
 from pathlib import Path
 
+from backend.checks import checked_question, checked_top_k
 from backend.config import Settings
 from backend.errors import StrataError, log_name
 from backend.logs import configure_logging
 from backend.types import ProgressEvent
 
 log = logging.getLogger("strata.cli")
+WORKSPACE_DB = "strata.sqlite"  # backend/graph/store.py's DB_NAME, without importing the store
 
 
 def _expand(paths: list[str]) -> list[Path]:
@@ -70,31 +72,86 @@ def cmd_ingest(args, settings: Settings) -> int:
 EXIT_LLM_FAILED = 3  # `ask`: the LLM server failed and the rules answered in its place
 
 
-def cmd_ask(args, settings: Settings) -> int:
-    from backend.service import Service
+def _print_answer(answer: dict, citations: list[dict], label: str, total_ms: float) -> None:
+    print(("ABSTAINED: " if answer["abstained"] else "") + answer["text"])
+    for c in citations:
+        print(f"  [{c['n']}] {c['doc']} p.{c['page']} {' > '.join(c['section_path'])}: {c['text'][:160]}")
+    print(f"({label}, {total_ms:.0f} ms)")
 
-    service = Service(settings)
+
+def _ask_server(args) -> int:
+    """One question to a running Strata server's /ask endpoint (ui/api.py), so this process loads
+    no models or indexes: the server has them loaded already. It asks the server's workspace."""
+    unsupported = [flag for flag, value in (("--questions", args.questions), ("--params", args.params), ("--budget", args.budget),
+                                            ("--workspace", args.workspace), ("--scoped", args.scoped)) if value]
+    if unsupported:
+        raise StrataError(f"{', '.join(unsupported)} cannot go with --server (the server's /ask takes a question, --method, "
+                          "--top-k, --doc and --stages, over the server's workspace). Drop --server to run them here.")
+    if not args.question:
+        raise StrataError("Give a QUESTION to ask the server.")
+    import httpx
+    from gradio_client import Client
+    from gradio_client.exceptions import AppError
+
+    try:
+        client = Client(args.server, verbose=False)
+        reply = client.predict(
+            question=" ".join(args.question), method=args.method or "", top_k=args.top_k, docs="\n".join(args.doc or []),
+            stages=args.stages or "", api_name="/ask",
+        )
+    except AppError as exc:  # the server's own message (a StrataError there): what to change in the question
+        raise StrataError(f"The server at '{args.server}' refused the question: {exc}") from None
+    except (OSError, ValueError, httpx.HTTPError) as exc:
+        raise StrataError(f"Could not ask the Strata server at '{args.server}': {exc}. Start it with `python app.py` "
+                          "(or `python -m backend serve`), or drop --server to load the models here.") from None
+    if args.json:
+        print(json.dumps(reply))
+    else:
+        _print_answer(reply["answer"], reply["answer"]["citations"], reply["method"], reply["timings_ms"].get("total", 0))
+    if reply.get("llm_error"):  # the server's rules answered in its model's place
+        print(f"LLM FAILED: {reply['llm_error']}", file=sys.stderr)
+        return EXIT_LLM_FAILED
+    return 0
+
+
+def _check_ask(args, settings: Settings) -> Path:
+    """The workspace of an `ask`, once the call is known to be good: a bad question, top-k or
+    workspace fails here, before any model or index is loaded."""
     ws = _workspace(args, settings)
-    params = json.loads(args.params) if args.params else {}
     if args.questions:
         if not args.out:
             raise StrataError("--questions needs --out PRED.jsonl")
-        return _ask_batch(service, ws, args, params)
-    if args.scoped:
+    elif args.scoped:
         raise StrataError("--scoped reads each question's meta.doc_scope: use it with --questions; "
                           "for one question, name the documents with --doc.")
-    if not args.question:
+    elif not args.question:
         raise StrataError("Give a QUESTION, or --questions FILE.jsonl --out PRED.jsonl.")
+    else:
+        checked_question(" ".join(args.question), settings)
+    checked_top_k(args.top_k, settings)
+    if not (ws / WORKSPACE_DB).is_file():
+        raise StrataError(f"No workspace at '{ws}'. Ingest a PDF first or set STRATA_WORKSPACE.")
+    return ws
+
+
+def cmd_ask(args, settings: Settings) -> int:
+    if args.server:
+        return _ask_server(args)
+    ws = _check_ask(args, settings)
+    params = json.loads(args.params) if args.params else {}
+    from backend.service import Service
+
+    service = Service(settings)
+    if args.questions:
+        return _ask_batch(service, ws, args, params)
     question = " ".join(args.question)
     result = service.ask(ws, question, args.method, args.top_k, params, args.budget, docs=args.doc, stages=args.stages)
     if args.json:
         print(json.dumps(service.ask_reply(result).to_dict()))
     else:
-        a = result.answer
-        print(("ABSTAINED: " if a.abstained else "") + a.text)
-        for c in a.citations:
-            print(f"  [{c.n}] {c.doc} p.{c.page} {' > '.join(c.section_path)}: {c.text[:160]}")
-        print(f"({result.label or result.method}, {result.timings_ms.get('total', 0):.0f} ms)")
+        reply = service.ask_reply(result, with_trace=False).to_dict()
+        _print_answer(reply["answer"], reply["answer"]["citations"], result.label or result.method,
+                      result.timings_ms.get("total", 0))
     if result.llm_error:  # the answer came from the rules in the model's place: say so, and fail the command
         print(f"LLM FAILED: {result.llm_error}", file=sys.stderr)
         return EXIT_LLM_FAILED
@@ -182,6 +239,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--stages", default=None, metavar="default|none|NAME[,NAME...]",
                     help="stages run after the method (README \"Stages\"): default, none (the method as its paper "
                          "describes it) or stage names; default: STRATA_RETRIEVAL__STAGES")
+    sp.add_argument("--server", default=None, metavar="URL",
+                    help="ask a running Strata server (python app.py, e.g. http://127.0.0.1:7860/) through its /ask API "
+                         "instead of loading the models here: an answer in about a second instead of a cold start; it asks "
+                         "the server's workspace")
     sp.set_defaults(fn=cmd_ask)
 
     sp = common(sub.add_parser("eval", help="ingest a benchmark folder's corpus and score a method on it"))

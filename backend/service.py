@@ -575,6 +575,14 @@ class Service:
             return GraphView(nodes=[], edges=[], total=GraphCounts(), matched=GraphCounts(), limit=limit, truncated=False)
         return graph_export.graph_view(self.corpus(workspace), layers, node_kinds, edge_kinds, doc_ids, int(limit))
 
+    def ego_view(
+        self, workspace: Path, centres: list[str], edge_kinds=None, layers=None, node_kinds=None, limit: int = 300
+    ) -> GraphView:
+        """The graph around `centres` (a chosen node, an answer's evidence): see graph_export.ego_view."""
+        if not self._has_graph(workspace):
+            raise EmptyCorpusError("This workspace has no documents yet, so there is no graph to show. Ingest a PDF first.")
+        return graph_export.ego_view(self.corpus(workspace), centres, edge_kinds, layers, node_kinds, int(limit))
+
     def node_details(self, workspace: Path, node_id: str, thumbnail_dpi: int = 60) -> NodeDetails:
         """A node with its parent, neighbours and its page as a PNG with the node's box highlighted."""
         details = graph_export.node_details(self.corpus(workspace), node_id)

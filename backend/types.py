@@ -66,6 +66,10 @@ class EdgeKind(str, Enum):
     RELATION = "relation"
 
 
+# The edges a reader follows from a passage to another place: what an answer's evidence is shown with.
+NAVIGATION_EDGES: tuple[EdgeKind, ...] = (EdgeKind.XREF, EdgeKind.LINK, EdgeKind.CAPTION, EdgeKind.DOC_LINK)
+
+
 class BlockKind(str, Enum):
     """What a layout block on a page is; drives the colours of the parse view."""
 
@@ -643,6 +647,7 @@ class GraphNodeView(Model):
     doc_name: str = Field(description="File name of the node's document.")
     page: int
     text: str = Field("", description="The opening of the node's text, for a tooltip (not escaped).")
+    depth: int = Field(0, description="Steps up the hierarchy to its document (a document 0, its top sections 1); -1 off the hierarchy (entities).")
 
 
 class GraphEdgeView(Model):
@@ -660,6 +665,7 @@ class GraphView(Model):
     matched: GraphCounts = Field(description="Nodes that pass the filters and edges between them, before the limit.")
     limit: int
     truncated: bool = Field(description="More nodes passed the filters than the limit let through.")
+    focus: list[NodeId] = Field(default_factory=list, description="The nodes a view around nodes is centred on (empty: the whole graph).")
 
 
 class NeighbourView(Model):

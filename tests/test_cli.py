@@ -243,3 +243,11 @@ def test_ingest_keeps_names_that_are_not_utf8_and_writes_nothing_in_the_current_
     assert list((cache_home / "strata" / "onnx").glob("*.onnx")), "the ONNX export lives in the cache folder"
     inspect = run_cli("inspect", "--workspace", str(tmp_path / "ws"))
     assert {d["file_name"] for d in json.loads(inspect.stdout)} == set(files)
+
+
+def test_the_cli_knows_the_workspace_file_the_store_writes():
+    """`ask` refuses a folder without a workspace before it loads anything, by the store's file name."""
+    from backend.__main__ import WORKSPACE_DB
+    from backend.graph.store import DB_NAME
+
+    assert WORKSPACE_DB == DB_NAME

@@ -76,10 +76,10 @@ def build(service: Service, sample_workspace: Path | None = None, sessions: Sess
         sample_timer = gr.Timer(2.0, active=not service.sample.ready)
         session_settings = settings_tab.new_state(service)  # LLM backend, key and budgets of this session only
         api.build(service, workspace, sample_workspace)  # before the tabs, so its endpoints own the names ingest and ask
-        with gr.Tabs():
+        with gr.Tabs() as tabs:
             library_tab = library.build(service, workspace, sample_workspace, sessions)
             parse_tab = parse.build(service, workspace)
-            graph.build(service, workspace)
+            graph_tab = graph.build(service, workspace)
             ask_tab = ask.build(service, workspace, with_examples=sample_workspace is not None and service.settings.serve_workspace is None, session_settings=session_settings)
             compare.build(service, workspace, session_settings)
             evaluate.build(service, workspace, session_settings)
@@ -87,6 +87,20 @@ def build(service: Service, sample_workspace: Path | None = None, sessions: Sess
         # The Settings tab's choices become the Ask tab's defaults once applied.
         settings_ui.status.change(
             ask_tab.follow, inputs=[session_settings], outputs=ask_tab.follow_outputs, api_visibility="private"
+        )
+        # "Show in graph" in the Ask tab: the Graph tab, drawn around the answer's evidence or one cited passage.
+        ask_tab.show_in_graph.click(
+            graph_tab.show_evidence, inputs=[workspace, ask_tab.run_state, *graph_tab.show_inputs],
+            outputs=[tabs, *graph_tab.show_outputs], api_visibility="private",
+        )
+
+        def cited_node_in_graph(workspace_value, layers_v, kinds_v, edges_v, docs_v, limit_v, evt: gr.EventData):
+            node = getattr(evt, "graph", None)  # set by the card's link (ask.CITE_CLICK_JS); other clicks carry none
+            return graph_tab.show_node_in_graph(workspace_value, node, layers_v, kinds_v, edges_v, docs_v, limit_v)
+
+        ask_tab.citations.click(
+            cited_node_in_graph, inputs=[workspace, *graph_tab.show_inputs], outputs=[tabs, *graph_tab.show_outputs],
+            api_visibility="private",
         )
         # Filled when the page loads: naming the device loads torch, which the first page need not wait for.
         footer = gr.HTML('<div class="st-footer" id="device-info"></div>')

@@ -73,9 +73,12 @@ STAGE_MODES = [
 ]
 RUNS_DIR = Path(tempfile.gettempdir()) / "strata_runs"  # Gradio serves files from the temp dir
 MAX_RUN_BYTES = 20 * 1024 * 1024
-# Every element with data-cite (answer chips, citation cards) opens that citation on its page.
+# Every element with data-cite (answer chips, citation cards) opens that citation on its page; a
+# card's "show in graph" link (data-graph-node) sends its node to the Graph tab instead.
 CITE_CLICK_JS = """
 element.addEventListener('click', (event) => {
+  const link = event.target.closest('[data-graph-node]');
+  if (link) { trigger('click', {graph: link.dataset.graphNode}); return; }
   const chip = event.target.closest('[data-cite]');
   if (chip) { trigger('click', {n: Number(chip.dataset.cite)}); }
 });
@@ -90,6 +93,9 @@ class AskTab:
     follow_outputs: list
     refresh: Callable  # workspace -> refresh_outputs: the scope and the example questions after a library change
     refresh_outputs: list
+    run_state: gr.State  # the last AskResult
+    citations: gr.HTML  # its click event carries `graph` (a node id) from a card's "show in graph" link
+    show_in_graph: gr.Button  # the caller wires it to the Graph tab
 
 
 def build(service: Service, workspace: gr.State, with_examples: bool, session_settings: gr.State | None = None) -> AskTab:
@@ -127,10 +133,13 @@ def build(service: Service, workspace: gr.State, with_examples: bool, session_se
                 value=settings.reader.llm_backend, info="Used by the method's prompts and the reader; rules needs no model.",
                 scale=2, elem_id="ask-llm",
             )
-            top_k = gr.Slider(1, 50, value=settings.retrieval.top_k, step=1, label="Top-k results", scale=2, elem_id="ask-top-k")
+            # Wide enough for a slider's label, number box and reset button: a narrow window wraps the row instead.
+            top_k = gr.Slider(
+                1, 50, value=settings.retrieval.top_k, step=1, label="Top-k results", scale=2, min_width=230, elem_id="ask-top-k",
+            )
             budget = gr.Slider(
                 128, 8192, value=settings.reader.token_budget, step=64, label="Evidence token budget", scale=2,
-                elem_id="ask-budget",
+                min_width=230, elem_id="ask-budget",
             )
         with gr.Row(equal_height=True):
             stage_mode = gr.Radio(
@@ -160,6 +169,7 @@ def build(service: Service, workspace: gr.State, with_examples: bool, session_se
                 answer = gr.HTML(BEFORE_ASKING, elem_id="ask-answer", js_on_load=CITE_CLICK_JS)
                 contributed = gr.HTML(elem_id="ask-contribution")  # what this method found that others did not
                 citations = gr.HTML(elem_id="ask-citations", js_on_load=CITE_CLICK_JS)
+                show_in_graph = gr.Button("Show the evidence in the graph", size="sm", elem_id="ask-show-in-graph")
                 facts = gr.HTML(elem_id="ask-facts")
             with gr.Column(scale=1):
                 citation_image = gr.Image(
@@ -404,6 +414,7 @@ def build(service: Service, workspace: gr.State, with_examples: bool, session_se
     return AskTab(
         question=question, ask_button=ask_button, follow=follow_settings, follow_outputs=[llm_backend, top_k, budget],
         refresh=refresh_library, refresh_outputs=[scope, examples, example_texts, question],
+        run_state=run_state, citations=citations, show_in_graph=show_in_graph,
     )
 
 

@@ -25,7 +25,9 @@ def quiet_library_loggers() -> None:
 
 
 def user_errors(fn: Callable) -> Callable:
-    """Show a `StrataError` as a Gradio error toast with its message (no stack trace).
+    """Show a `StrataError` as a Gradio error toast with its message, and keep a `gr.Error` the
+    callback raises for a user's mistake ("Choose one or more PDF files first") out of the server
+    log: both are messages to the user, not failures of the server, so neither prints a traceback.
 
     Works for plain callbacks and for generator callbacks that stream updates.
     """
@@ -37,6 +39,9 @@ def user_errors(fn: Callable) -> Callable:
                 yield from fn(*args, **kwargs)
             except StrataError as exc:
                 raise gr.Error(str(exc), print_exception=False) from None
+            except gr.Error as exc:
+                exc.print_exception = False
+                raise
 
         return stream
 
@@ -46,6 +51,9 @@ def user_errors(fn: Callable) -> Callable:
             return fn(*args, **kwargs)
         except StrataError as exc:
             raise gr.Error(str(exc), print_exception=False) from None
+        except gr.Error as exc:
+            exc.print_exception = False
+            raise
 
     return call
 

@@ -1,7 +1,7 @@
 """Evaluate tab: run methods over a benchmark collection (a folder of the server's bench_root in
-the ../shared/bench format, or an uploaded zip of one) and show R@1/5/10, MRR@10, All@10,
-abstention on unanswerable questions, latency and LLM calls per method, as a table and plots,
-broken down by modality and by hops; the whole run downloads as CSV (metric rows) and JSON (rows
+the ../shared/bench format, or an uploaded zip of one; the smallest one is picked at first) and
+show R@1/5/10, MRR@10, All@10, the answers' EM and F1, abstention on unanswerable questions,
+latency and LLM calls per method, as a table and plots, broken down by modality and by hops; the whole run downloads as CSV (metric rows) and JSON (rows
 plus every question's record).
 
 The collection's corpus goes into a workspace of its own (Service.benchmark_workspace), never
@@ -31,7 +31,7 @@ DEFAULT_LIMIT = 10
 INGEST_SHARE = 0.3  # of the progress bar, for ingesting the collection and warming the methods up
 EVAL_TOP_K = 30  # results per question: enough distinct pages for @10 (several units share a page)
 METRICS = [("recall_at_1", "R@1"), ("recall_at_5", "R@5"), ("recall_at_10", "R@10"), ("mrr_at_10", "MRR@10"), ("all_at_10", "All@10")]
-TABLE_HEADERS = ["method", "questions", "scored", "R@1", "R@5", "R@10", "MRR@10", "All@10", "abstention (unanswerable)",
+TABLE_HEADERS = ["method", "questions", "scored", "R@1", "R@5", "R@10", "MRR@10", "All@10", "EM", "F1", "abstention (unanswerable)",
                  "abstained (all)", "p50 ms", "mean ms", "LLM calls/q", "errors"]
 BREAKDOWN_HEADERS = ["method", "group", *TABLE_HEADERS[1:]]
 RECORD_HEADERS = ["method", "id", "modality", "hops", "R@10", "MRR@10", "top pages", "answer", "ms", "error"]
@@ -50,7 +50,8 @@ def _num(value: float | None, digits: int = 3) -> str:
 
 def _cells(row) -> list:
     abstention = "–" if row.abstention is None else f"{row.abstention:.3f} (n={row.unanswerable})"
-    return [row.questions, row.scored, *(_num(getattr(row, key)) for key, _ in METRICS), abstention,
+    return [row.questions, row.scored, *(_num(getattr(row, key)) for key, _ in METRICS),
+            _num(getattr(row, "exact_match", None)), _num(getattr(row, "f1", None)), abstention,
             _num(row.abstained_all), f"{row.latency_p50_ms:.0f}", f"{row.latency_mean_ms:.0f}", f"{row.llm_calls_per_question:.2f}", row.errors]
 
 
@@ -147,9 +148,21 @@ def progress_label(stage: str, done: int, total: int, method: str = "", doc: str
 RUNNING = '<div class="st-eval-running" aria-busy="true"></div>'  # under the progress bar: nothing shows through
 
 
+def _corpus_size(bench: Path) -> tuple[int, int]:
+    """(PDFs, bytes) of a collection's corpus."""
+    pdfs = list((bench / "corpus").glob("*.pdf"))
+    return len(pdfs), sum(p.stat().st_size for p in pdfs)
+
+
 def bench_choices(benches: list[Path], uploaded: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    listed = [(f"{b.name} ({sum(1 for _ in (b / 'corpus').glob('*.pdf'))} PDFs)", str(b)) for b in benches]
+    listed = [(f"{b.name} ({_corpus_size(b)[0]} PDFs)", str(b)) for b in benches]
     return listed + [(f"{label} (uploaded)", path) for label, path in uploaded]
+
+
+def smallest_bench(benches: list[Path]) -> Path | None:
+    """The collection the tab starts on: the one with the fewest PDFs (then bytes), so a first
+    Run ingests the least before it shows anything."""
+    return min(benches, key=lambda b: (_corpus_size(b), b.name), default=None)
 
 
 def bench_ingest_note(service: Service, bench_path: str, ws: Path) -> str:
@@ -204,11 +217,12 @@ def build(service: Service, workspace: gr.State, session_settings: gr.State) -> 
     default_methods = [m for m in DEFAULT_METHODS if m in names] or names[:1]
     benches = service.benchmark_folders()
     choices = bench_choices(benches, [])
+    first = smallest_bench(benches)
     with gr.Tab("Evaluate", id="evaluate") as tab:
         with gr.Row(equal_height=False):
             with gr.Column(scale=3):
                 bench = gr.Dropdown(
-                    choices=choices, value=choices[0][1] if choices else None, label="Benchmark collection",
+                    choices=choices, value=str(first) if first else None, label="Benchmark collection",
                     info="Folders of the server's bench_root; an uploaded zip is added here.", elem_id="eval-bench",
                 )
                 methods = gr.CheckboxGroup(choices=names, value=default_methods, label="Methods", elem_id="eval-methods")

@@ -27,7 +27,8 @@ import pyvis
 from pyvis.network import Network
 
 from backend.service import Service
-from backend.types import EdgeKind, GraphCounts, GraphView, NeighbourView, NodeDetails, NodeKind
+from backend.errors import StrataError
+from backend.types import NAVIGATION_EDGES, AskResult, EdgeKind, GraphCounts, GraphView, NeighbourView, NodeDetails, NodeKind
 from ui import render
 from ui.common import PRIVATE, session_workspace, user_errors
 
@@ -73,24 +74,56 @@ LAYER_CHOICES = [
     ("Subcomponents (sentences, table rows, figure regions)", "subcomponent"),
     ("Entities", "entity"),
 ]
-# Labels smaller than vis-network's draw threshold on screen are hidden until the user zooms in;
-# documents and sections get larger ones so the zoomed-out overview still names them.
-LABEL_FONT_PX = {NodeKind.DOCUMENT: 22, NodeKind.SECTION: 14}
 DEFAULT_LAYERS = ["document", "component"]
 DEFAULT_LIMIT = 250
 GRAPH_HEIGHT_PX = 620
+# What the graph draws: the hierarchy as a tree, the graph around the chosen node, or around the
+# last answer's evidence with the edges a reader follows from it (backend/graph/export.py).
+TREE, AROUND_NODE, AROUND_EVIDENCE = "tree", "node", "evidence"
+MODE_CHOICES = [
+    ("Tree: document > sections > components", TREE),
+    ("Around the chosen node", AROUND_NODE),
+    ("Around the last answer's evidence", AROUND_EVIDENCE),
+]
+EVIDENCE_NODES = 8  # ranked results taken as the evidence of an answer that cites nothing
+_INTERACTION = {"hover": True, "tooltipDelay": 120, "navigationButtons": False, "multiselect": False}
+_NODE_FONT = {"font": {"size": 11, "face": "system-ui, sans-serif"}}
+# The tree: one column per depth, left to right (labels run along a column's gaps, not across
+# each other); no physics, so it stays as laid out.
+TREE_OPTIONS = {
+    "layout": {
+        "hierarchical": {
+            "enabled": True, "direction": "LR", "levelSeparation": 260, "nodeSpacing": 30, "treeSpacing": 60,
+            "blockShifting": True, "edgeMinimization": True, "parentCentralization": True,
+        },
+    },
+    "physics": {"enabled": False},
+    "interaction": _INTERACTION,
+    "edges": {"smooth": {"type": "cubicBezier", "forceDirection": "horizontal", "roundness": 0.45},
+              "arrows": {"to": {"enabled": False}}},
+    "nodes": _NODE_FONT,
+}
 VIS_OPTIONS = {
     "physics": {
         "solver": "forceAtlas2Based",
-        "forceAtlas2Based": {"gravitationalConstant": -45, "springLength": 70, "avoidOverlap": 0.4},
+        "forceAtlas2Based": {"gravitationalConstant": -60, "springLength": 110, "avoidOverlap": 0.6},
         "stabilization": {"enabled": True, "iterations": 250, "fit": True},
     },
     # improvedLayout (Kamada-Kawai seeding) gives up with a console warning above ~100 nodes.
     "layout": {"improvedLayout": False},
-    "interaction": {"hover": True, "tooltipDelay": 120, "navigationButtons": False, "multiselect": False},
+    "interaction": _INTERACTION,
     "edges": {"smooth": False, "arrows": {"to": {"enabled": True, "scaleFactor": 0.4}}},
-    "nodes": {"font": {"size": 11, "face": "system-ui, sans-serif"}},
+    "nodes": _NODE_FONT,
 }
+# Which labels are placed first where they would overlap: the centres of the view, documents,
+# sections by depth, then components, subcomponents and entities (a node's full text is always
+# in its hover title).
+_KIND_RANK = {
+    NodeKind.DOCUMENT: 1, NodeKind.SECTION: 2, NodeKind.TABLE: 10, NodeKind.FIGURE: 10, NodeKind.PARAGRAPH: 11,
+    NodeKind.CODE: 11, NodeKind.SENTENCE: 12, NodeKind.ROW: 12, NodeKind.OBJECT: 12, NodeKind.ENTITY: 13,
+}
+TREE_LABEL_CHARS = 28
+FOCUS_COLOR = "#ff2d55"
 # pyvis links to bootstrap on a CDN even when vis-network is inlined; the graph needs neither it
 # nor the empty heading, and Strata must not fetch anything.
 _CDN_TAG = re.compile(r"<(link|script)\b[^>]*https?://[^>]*>(\s*</script>)?", re.IGNORECASE)
@@ -104,31 +137,74 @@ TOOLTIP_CSS = (
     "font:12px system-ui,sans-serif;color:#111827;white-space:pre-wrap;max-width:360px}"
     "body{margin:0}#mynetwork{border:none!important}"
 )
-# Runs inside the iframe after pyvis has drawn `network`: freeze the layout once it has settled
-# (nodes stop drifting, and clicks land where the user aims), and report clicked nodes upwards.
-READABLE_LABEL_PX = 8  # on-screen font size every label gets in the fitted view
+# Runs inside the iframe after pyvis has drawn `network`. Once the layout has settled (physics off
+# from then on, so nodes stop drifting and clicks land where the user aims), labels are placed:
+# at LABEL_PX on screen whatever the zoom, in rank order (the chosen node first), each only where
+# its box (node and label) overlaps no box placed before it and lies in view; the rest stay in
+# their hover titles. Placed again after each zoom or drag. Clicked nodes are reported upwards.
+LABEL_PX = 12
 CLICK_BRIDGE_JS = """
 <script>
-var READABLE_LABEL_PX = %d;
+var LABEL_PX = %d;
 (function () {
   if (typeof network === "undefined") { return; }
-  network.once("stabilizationIterationsDone", function () {
-    network.setOptions({physics: false});
-    // Fitted to hundreds of nodes, the view's scale drops labels below what vis-network draws
-    // (font x scale under its threshold): every node a dot. Grow the fonts so that each label
-    // is at least READABLE_LABEL_PX on screen at the fitted scale.
+  var measure = document.createElement("canvas").getContext("2d");
+  var pending = null;
+  function rankOf(n, selected) {
+    if (selected.indexOf(n.id) >= 0) { return -1; }
+    return typeof n.labelRank === "number" ? n.labelRank : 20;  // 0 (a centre of the view) is a rank, not a gap
+  }
+  function placeLabels() {
     var scale = network.getScale();
-    var grow = nodes.get().map(function (n) {
-      var size = (n.font && n.font.size) || 11;
-      return {id: n.id, font: {size: Math.max(size, Math.ceil(READABLE_LABEL_PX / scale))}};
+    if (!(scale > 0)) { return; }
+    var frame = document.getElementById("mynetwork").getBoundingClientRect();
+    var positions = network.getPositions();
+    var selected = network.getSelectedNodes();
+    var fontSize = LABEL_PX / scale;
+    measure.font = "bold " + LABEL_PX + "px system-ui, sans-serif";  // a selected node's label is bold
+    var all = nodes.get();
+    all.sort(function (a, b) { return (rankOf(a, selected) - rankOf(b, selected)) || ((a.drawOrder || 0) - (b.drawOrder || 0)); });
+    var placed = [], updates = [];
+    all.forEach(function (n) {
+      var label = " ";
+      var p = positions[n.id];
+      if (p && n.fullLabel) {
+        var c = network.canvasToDOM(p);
+        var r = (n.size || 10) * scale;
+        var half = Math.max(measure.measureText(n.fullLabel).width / 2 + 6, r + 2);
+        var box = {id: n.id, x0: c.x - half, x1: c.x + half, y0: c.y - r - 2, y1: c.y + r + LABEL_PX * 1.6 + 6};
+        var inView = box.x0 >= 0 && box.y0 >= 0 && box.x1 <= frame.width && box.y1 <= frame.height;
+        var free = !placed.some(function (q) { return box.x0 < q.x1 && q.x0 < box.x1 && box.y0 < q.y1 && q.y0 < box.y1; });
+        // The chosen node and the view's centres are always named, at the edge too; they are placed first.
+        if ((inView || rankOf(n, selected) <= 0) && free) { placed.push(box); label = n.fullLabel; }
+      }
+      if (n.label !== label || !n.font || Math.abs(n.font.size - fontSize) > 0.01) {
+        updates.push({id: n.id, label: label, font: {size: fontSize}});
+      }
     });
-    if (scale > 0) { nodes.update(grow); }
+    if (updates.length) { nodes.update(updates); }
+    window.strataLabelBoxes = placed;
+    document.body.setAttribute("data-labels", String(placed.length));
     document.body.setAttribute("data-label-scale", String(scale));
+  }
+  function later() {
+    if (pending) { clearTimeout(pending); }
+    pending = setTimeout(function () { pending = null; placeLabels(); }, 120);
+  }
+  function settle() {
+    network.setOptions({physics: false});
+    network.fit();
+    placeLabels();
     // pyvis fades its progress bar out over 500 ms, and until then the bar swallows clicks.
     var bar = document.getElementById("loadingBar");
     if (bar) { bar.style.display = "none"; }
+    document.body.setAttribute("data-layout", network.layoutEngine.options.hierarchical.enabled ? "tree" : "force");
     document.body.setAttribute("data-stable", "true");
-  });
+    network.on("zoom", later);
+    network.on("dragEnd", later);
+    network.on("select", later);
+  }
+  if (network.physics.options.enabled) { network.once("stabilizationIterationsDone", settle); } else { setTimeout(settle, 0); }
   network.on("click", function (params) {
     if (params.nodes.length > 0) {
       window.parent.postMessage({strataGraphNode: String(params.nodes[0])}, "*");
@@ -140,11 +216,12 @@ var READABLE_LABEL_PX = %d;
     if (typeof id === "string" && nodes.get(id)) {
       network.selectNodes([id]);
       network.focus(id, {scale: Math.max(network.getScale(), 1.0), animation: {duration: 400}});
+      network.once("animationFinished", placeLabels);
     }
   });
 })();
 </script>
-""" % READABLE_LABEL_PX
+""" % LABEL_PX
 # On the Gradio side: a message from this component's own iframe becomes its "click" event.
 GRAPH_LISTENER_JS = """
 window.addEventListener('message', (event) => {
@@ -189,20 +266,38 @@ def _vis_css() -> str:
     return _VIS_CSS_PATH.read_text(encoding="utf-8") if _VIS_CSS_PATH.exists() else ""
 
 
-def graph_html(view: GraphView, height_px: int = GRAPH_HEIGHT_PX) -> str:
-    """The view as a self-contained pyvis page inside a sandboxed iframe (srcdoc, escaped)."""
+def _short_label(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def graph_html(view: GraphView, height_px: int = GRAPH_HEIGHT_PX, tree: bool = False) -> str:
+    """The view as a self-contained pyvis page inside a sandboxed iframe (srcdoc, escaped): a tree
+    laid out by depth (documents, then sections, then components), or a force layout around the
+    view's focus nodes (drawn larger, ringed). Labels are placed by the page where they fit."""
     if not view.nodes:
         if view.total.nodes == 0:
             return NO_GRAPH
         return render.empty_state("No node passes these filters.", "Tick more layers, node kinds or documents above.")
     net = Network(height=f"{height_px - 8}px", width="100%", directed=True, cdn_resources="in_line")
-    net.options = VIS_OPTIONS
-    for n in view.nodes:
+    net.options = TREE_OPTIONS if tree else VIS_OPTIONS
+    focus = set(view.focus)
+    deepest = max((n.depth for n in view.nodes), default=0)
+    for i, n in enumerate(view.nodes):
         shape, size = KIND_SHAPES.get(n.kind, ("dot", 8))
         title = f"{n.kind.value} · {n.doc_name}, p. {n.page}\n{n.text}"
+        color = KIND_COLORS.get(n.kind, "#64748b")
+        extra: dict = {"level": n.depth if n.depth >= 0 else deepest + 1} if tree else {}
+        if n.id in focus:
+            size += 8
+            extra.update(borderWidth=4, color={"background": color, "border": FOCUS_COLOR})
+        else:
+            extra["color"] = color
+        rank = 0 if n.id in focus else _KIND_RANK.get(n.kind, 20) + (max(n.depth, 0) if n.kind == NodeKind.SECTION else 0)
         net.add_node(
-            n.id, label=n.label, title=_tooltip(title), color=KIND_COLORS.get(n.kind, "#64748b"), shape=shape, size=size,
-            font={"size": LABEL_FONT_PX.get(n.kind, 11)},
+            n.id, label=" ", title=_tooltip(title), shape=shape, size=size,
+            fullLabel=_short_label(n.label, TREE_LABEL_CHARS if tree else 40),
+            labelRank=rank, drawOrder=i, **extra,
         )
     for e in view.edges:
         net.add_edge(e.src, e.dst, color=EDGE_COLORS.get(e.kind, "#94a3b8"), title=e.kind.value, width=1)
@@ -213,7 +308,8 @@ def graph_html(view: GraphView, height_px: int = GRAPH_HEIGHT_PX) -> str:
     page = page.replace("</body>", CLICK_BRIDGE_JS + "</body>", 1)
     return (
         f'<iframe class="st-graph-frame" title="Graph of the workspace" sandbox="allow-scripts" '
-        f'style="height:{int(height_px)}px" data-nodes="{len(view.nodes)}" srcdoc="{render.esc(page)}"></iframe>'
+        f'style="height:{int(height_px)}px" data-nodes="{len(view.nodes)}" data-mode="{"tree" if tree else "around"}" '
+        f'srcdoc="{render.esc(page)}"></iframe>'
     )
 
 
@@ -324,14 +420,32 @@ def render_node_details(details: NodeDetails) -> str:
 # ---------------------------------------------------------------- the tab
 
 
+def evidence_nodes(result: AskResult | None) -> list[str]:
+    """The nodes an answer rests on: its citations, or (when it cites nothing) its first results."""
+    if result is None:
+        return []
+    cited = [c.node_id for c in result.answer.citations]
+    return list(dict.fromkeys(cited or [r.node_id for r in result.results[:EVIDENCE_NODES]]))
+
+
+MODE_HINTS = {
+    AROUND_NODE: render.empty_state("Click a node (or pick one in the list) to see the graph around it.",
+                                    "Its neighbours over the ticked edge kinds show, under their sections and document."),
+    AROUND_EVIDENCE: render.empty_state("No answer to show yet.",
+                                        "Ask a question in the Ask tab, then press 'Show the evidence in the graph' there."),
+}
+
+
 @dataclass(slots=True)
 class GraphTab:
     tab: gr.Tab
     graph: gr.HTML
-    # Redraws everything from the current filters: (workspace, layers, kinds, edge kinds, docs, limit) -> refresh_outputs.
-    refresh: Callable
-    refresh_inputs: list
-    refresh_outputs: list
+    # The last answer's evidence: (workspace, AskResult, filters...) -> show_outputs, drawn around it.
+    show_evidence: Callable
+    show_inputs: list  # after the workspace and the AskResult
+    show_outputs: list
+    # The same for one cited node: (workspace, node id, filters...) -> show_outputs.
+    show_node_in_graph: Callable
 
 
 def _filters(layers, kinds, edge_kinds, docs) -> dict:
@@ -347,14 +461,35 @@ def _export_file(data: bytes, fmt: str) -> str:
     return str(path)
 
 
+def draw_view(service: Service, ws: Path, mode: str, centre: str | None, evidence: list[str], filters: dict, limit: int) -> GraphView | None:
+    """The view a mode draws (None: a mode around nodes with no node to centre on). The tree draws
+    the hierarchy edges only; around nodes, the ticked edge kinds (for evidence: the navigational ones)."""
+    if mode == AROUND_NODE:
+        if not centre:
+            return None
+        return service.ego_view(ws, [centre], filters["edge_kinds"], filters["layers"], filters["node_kinds"], limit)
+    if mode == AROUND_EVIDENCE:
+        if not evidence:
+            return None
+        kinds = [k for k in filters["edge_kinds"] if k in {e.value for e in NAVIGATION_EDGES}]
+        return service.ego_view(ws, evidence, kinds, filters["layers"], filters["node_kinds"], limit)
+    tree_filters = {**filters, "edge_kinds": [k for k in filters["edge_kinds"] if k == EdgeKind.CONTAINS.value]}
+    return service.graph_view(ws, limit=limit, **tree_filters)
+
+
 def build(service: Service, workspace: gr.State) -> GraphTab:
     with gr.Tab("Graph", id="graph") as tab:
         gr.Markdown(
             "The layered graph of this workspace: documents and their sections, components (paragraphs, tables, "
             "figures), subcomponents (sentences, table rows, figure regions) and entities, joined by hierarchy, "
             "reading-order, link, cross-reference, caption and entity edges. **Click a node** to see its details; "
-            "drag to move, scroll to zoom.",
+            "drag to move, scroll to zoom (labels show where they fit; hover a node for its text).",
             elem_classes=["st-small"],
+        )
+        mode = gr.Radio(
+            MODE_CHOICES, value=TREE, label="Show", elem_id="graph-mode",
+            info="The tree draws the hierarchy edges; the views around a node or an answer draw the ticked edge kinds "
+            "(for an answer: cross-references, links, captions and document links) and where each node sits.",
         )
         with gr.Row(equal_height=False):
             layers = gr.CheckboxGroup(LAYER_CHOICES, value=DEFAULT_LAYERS, label="Layers", elem_id="graph-layers", scale=2)
@@ -371,6 +506,7 @@ def build(service: Service, workspace: gr.State) -> GraphTab:
             )
             limit = gr.Slider(20, 1000, value=DEFAULT_LIMIT, step=10, label="Node limit", scale=2, elem_id="graph-limit")
         status = gr.HTML(elem_id="graph-status")
+        evidence = gr.State([])  # node ids of the last answer sent here from the Ask tab
         with gr.Row(equal_height=False):
             with gr.Column(scale=3):
                 graph = gr.HTML(NO_GRAPH, elem_id="graph-view", js_on_load=GRAPH_LISTENER_JS)
@@ -391,26 +527,36 @@ def build(service: Service, workspace: gr.State) -> GraphTab:
                 export_graphml = gr.Button("Export graph as GraphML", size="sm", elem_id="graph-export-graphml")
             export_file = gr.File(label="Graph download", elem_id="graph-export-file", scale=2, height=110, interactive=False)
 
-    def draw(ws: Path, layers_v, kinds_v, edges_v, docs_v, limit_v):
-        view = service.graph_view(ws, limit=int(limit_v or DEFAULT_LIMIT), **_filters(layers_v, kinds_v, edges_v, docs_v))
-        return view, graph_html(view), graph_status(view), gr.update(choices=node_choices(view), value=None)
+    def draw(ws: Path, mode_v, centre, evidence_v, layers_v, kinds_v, edges_v, docs_v, limit_v):
+        filters = _filters(layers_v, kinds_v, edges_v, docs_v)
+        view = draw_view(service, ws, mode_v or TREE, (centre or "").strip(), list(evidence_v or []), filters,
+                         int(limit_v or DEFAULT_LIMIT))
+        if view is None:
+            return GraphCounts(), MODE_HINTS[mode_v], "", gr.update(choices=[], value=None)
+        html = graph_html(view, tree=(mode_v or TREE) == TREE)
+        return view.matched, html, graph_status(view), gr.update(choices=node_choices(view), value=None)
 
     @user_errors
-    def refresh(workspace_value: str, layers_v, kinds_v, edges_v, docs_v, limit_v):
+    def refresh(workspace_value: str, mode_v, centre, evidence_v, layers_v, kinds_v, edges_v, docs_v, limit_v):
         ws = session_workspace(workspace_value)
         documents = service.documents(ws)
         ids = {d.id for d in documents}
         docs_v = [d for d in (docs_v or []) if d in ids]
-        view, html, status_html, picks = draw(ws, layers_v, kinds_v, edges_v, docs_v, limit_v)
-        return (
-            gr.update(choices=render.document_choices(documents), value=docs_v), html, status_html, picks,
-            overview_figure(view.matched),
-        )
+        matched, html, status_html, picks = draw(ws, mode_v, centre, evidence_v, layers_v, kinds_v, edges_v, docs_v, limit_v)
+        return gr.update(choices=render.document_choices(documents), value=docs_v), html, status_html, picks, overview_figure(matched)
 
     @user_errors
-    def redraw(workspace_value: str, layers_v, kinds_v, edges_v, docs_v, limit_v):
-        view, html, status_html, picks = draw(session_workspace(workspace_value), layers_v, kinds_v, edges_v, docs_v, limit_v)
-        return html, status_html, picks, overview_figure(view.matched)  # the charts follow the filters
+    def redraw(workspace_value: str, mode_v, centre, evidence_v, layers_v, kinds_v, edges_v, docs_v, limit_v):
+        matched, html, status_html, picks = draw(
+            session_workspace(workspace_value), mode_v, centre, evidence_v, layers_v, kinds_v, edges_v, docs_v, limit_v
+        )
+        return html, status_html, picks, overview_figure(matched)  # the charts follow the filters
+
+    def recentre(workspace_value: str, mode_v, *rest):
+        """After a node is chosen: the view around the chosen node follows it; the others stay."""
+        if mode_v != AROUND_NODE:
+            return gr.skip(), gr.skip(), gr.skip(), gr.skip()
+        return redraw(workspace_value, mode_v, *rest)
 
     @user_errors
     def show_node(workspace_value: str, node: str | None):
@@ -428,20 +574,44 @@ def build(service: Service, workspace: gr.State) -> GraphTab:
         ws = session_workspace(workspace_value)
         return _export_file(service.export_graph(ws, fmt, **_filters(layers_v, kinds_v, edges_v, docs_v)), fmt)
 
-    filter_inputs = [workspace, layers, kinds, edge_kinds, docs, limit]
+    @user_errors
+    def show_evidence(workspace_value: str, result: AskResult | None, layers_v, kinds_v, edges_v, docs_v, limit_v):
+        """The Ask tab's "show in graph": this tab, drawn around the answer's evidence."""
+        nodes = evidence_nodes(result)
+        if not nodes:
+            raise StrataError("There is no answer with evidence to show yet. Ask a question first.")
+        html, status_html, picks, fig = redraw(workspace_value, AROUND_EVIDENCE, "", nodes, layers_v, kinds_v, edges_v, docs_v, limit_v)
+        return gr.Tabs(selected="graph"), AROUND_EVIDENCE, nodes, gr.skip(), html, status_html, picks, fig
+
+    @user_errors
+    def show_node_in_graph(workspace_value: str, node: str | None, layers_v, kinds_v, edges_v, docs_v, limit_v):
+        """One cited node of the Ask tab: this tab, drawn around that node, with its details."""
+        if not node:
+            return (gr.skip(),) * 8
+        html, status_html, picks, fig = redraw(workspace_value, AROUND_NODE, node, [], layers_v, kinds_v, edges_v, docs_v, limit_v)
+        return gr.Tabs(selected="graph"), AROUND_NODE, gr.skip(), node, html, status_html, picks, fig
+
+    filter_inputs = [workspace, mode, node_id, evidence, layers, kinds, edge_kinds, docs, limit]
     refresh_outputs = [docs, graph, status, node_pick, overview]
+    redraw_outputs = [graph, status, node_pick, overview]
     # One queue for every redraw, one at a time: two filters changed in quick succession are two
     # events, and run side by side the older one could finish last and leave a stale graph on screen.
     in_order = {"trigger_mode": "always_last", "concurrency_id": "graph-draw", "concurrency_limit": 1, **PRIVATE}
     tab.select(refresh, inputs=filter_inputs, outputs=refresh_outputs, **in_order)
-    for control in (layers, kinds, edge_kinds, docs):
-        control.input(redraw, inputs=filter_inputs, outputs=[graph, status, node_pick, overview], **in_order)
-    limit.release(redraw, inputs=filter_inputs, outputs=[graph, status, node_pick, overview], **in_order)
-    graph.click(on_click, inputs=[workspace], outputs=[node_id, details], **PRIVATE)
-    details.click(on_click, inputs=[workspace], outputs=[node_id, details], **PRIVATE)
-    node_id.submit(show_node, inputs=[workspace, node_id], outputs=[node_id, details], **PRIVATE)
-    node_pick.input(show_node, inputs=[workspace, node_pick], outputs=[node_id, details], **PRIVATE)
+    for control in (mode, layers, kinds, edge_kinds, docs):
+        control.input(redraw, inputs=filter_inputs, outputs=redraw_outputs, **in_order)
+    limit.release(redraw, inputs=filter_inputs, outputs=redraw_outputs, **in_order)
+    for chosen in (
+        graph.click(on_click, inputs=[workspace], outputs=[node_id, details], **PRIVATE),
+        details.click(on_click, inputs=[workspace], outputs=[node_id, details], **PRIVATE),
+        node_id.submit(show_node, inputs=[workspace, node_id], outputs=[node_id, details], **PRIVATE),
+        node_pick.input(show_node, inputs=[workspace, node_pick], outputs=[node_id, details], **PRIVATE),
+    ):
+        chosen.then(recentre, inputs=filter_inputs, outputs=redraw_outputs, **in_order)
     export_inputs = [workspace, layers, kinds, edge_kinds, docs]
     export_json.click(lambda *a: export(a[0], "json", *a[1:]), inputs=export_inputs, outputs=[export_file], **PRIVATE)
     export_graphml.click(lambda *a: export(a[0], "graphml", *a[1:]), inputs=export_inputs, outputs=[export_file], **PRIVATE)
-    return GraphTab(tab=tab, graph=graph, refresh=refresh, refresh_inputs=filter_inputs, refresh_outputs=refresh_outputs)
+    return GraphTab(
+        tab=tab, graph=graph, show_evidence=show_evidence, show_inputs=[layers, kinds, edge_kinds, docs, limit],
+        show_outputs=[mode, evidence, node_id, *redraw_outputs], show_node_in_graph=show_node_in_graph,
+    )

@@ -1,5 +1,5 @@
 """Parse tab: how one PDF was parsed. The page image with its layout blocks boxed (coloured by
-kind, numbered in reading order), the blocks as a list, and the section tree beside it.
+kind, numbered in reading order; as wide as its column, with a zoom), the blocks as a list, and the section tree beside it.
 
 Picking a section (in the tree or the jump menu) shows its page with its heading selected;
 clicking a block in the list selects that unit. The selected box is drawn thick in the selection
@@ -8,6 +8,7 @@ colour on the page and described under it; a selected table is shown as a table 
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,18 @@ NO_DOCUMENTS = render.empty_state(
 )
 NO_SELECTION = render.empty_state("Click a section in the tree or a block in the list below to select it.")
 SELECTED_COLOR = "#ff2d55"
+# The page is drawn as wide as its column (zoom 100%) and wider at a higher zoom, in a box that
+# scrolls; rendered at this resolution it stays sharp at the column's width and readable at 200%.
+PAGE_DPI = 120
+ZOOM_STEPS = (100, 400, 25)  # percent of the column's width: minimum, maximum, step
+# The zoom is a CSS variable on the image's component: it holds across new pages, needs no server call.
+ZOOM_JS = """
+(zoom) => {
+  const box = document.getElementById('parse-page-image');
+  if (box) { box.style.setProperty('--st-page-zoom', String(zoom) + '%'); }
+  return zoom;
+}
+"""
 # Each section title in the tree carries data-section; a click there becomes this component's
 # "click" event with the section id (listening on the container survives re-renders of its HTML).
 TREE_CLICK_JS = """
@@ -62,6 +75,16 @@ def selection_highlights(block: Block) -> list[Highlight]:
     ]
 
 
+def page_image_html(png: bytes, page_no: int) -> str:
+    """The page image, fitted to the column's width and scaled by the zoom (ZOOM_JS), in a box
+    that scrolls when it is zoomed past the column."""
+    data = base64.b64encode(png).decode("ascii")
+    return (
+        f'<div class="st-page-scroll" data-page="{int(page_no)}"><img class="st-page-img" '
+        f'alt="Page {int(page_no)} with its layout blocks" src="data:image/png;base64,{data}"></div>'
+    )
+
+
 def section_block(blocks: list[Block], section: Section) -> int | None:
     """Index of the block that is the section's heading on its page (by node id, else by box)."""
     for i, b in enumerate(blocks):
@@ -85,10 +108,9 @@ def build(service: Service, workspace: gr.State) -> ParseTab:
             jump = gr.Dropdown(label="Jump to section", choices=[], value=None, scale=3, elem_id="parse-jump")
         with gr.Row(equal_height=False):
             with gr.Column(scale=3):
-                image = gr.Image(
-                    type="pil", format="png", label="Page with layout blocks", interactive=False, height=600,
-                    elem_id="parse-page-image", buttons=["fullscreen", "download"],
-                )
+                zoom = gr.Slider(*ZOOM_STEPS[:2], value=100, step=ZOOM_STEPS[2], label="Zoom (% of the column's width)",
+                                 elem_id="parse-zoom")
+                image = gr.HTML(elem_id="parse-page-image")
                 gr.HTML(render.render_legend(BLOCK_COLORS), elem_id="parse-legend")
             with gr.Column(scale=2):
                 gr.Markdown("#### Section tree  \nClick a section to show its page and heading.", elem_classes=["st-small"])
@@ -106,7 +128,7 @@ def build(service: Service, workspace: gr.State) -> ParseTab:
         highlights = service.block_highlights(view.blocks)
         if chosen is not None:
             highlights += selection_highlights(chosen)
-        img = service.render_page(ws, doc_id, view.page, highlights)
+        img = page_image_html(service.png_bytes(service.render_page(ws, doc_id, view.page, highlights, dpi=PAGE_DPI)), view.page)
         unit_html = NO_SELECTION
         if chosen is not None:
             table = service.table_view(ws, chosen.node) if chosen.kind == BlockKind.TABLE and chosen.node else None
@@ -126,7 +148,7 @@ def build(service: Service, workspace: gr.State) -> ParseTab:
     @user_errors
     def show_document(workspace_value: str, doc_id: str | None):
         if not doc_id:
-            return gr.update(maximum=1, value=1, label="Page"), gr.update(choices=[], value=None), NO_DOCUMENTS, None, "", NO_SELECTION
+            return gr.update(maximum=1, value=1, label="Page"), gr.update(choices=[], value=None), NO_DOCUMENTS, "", "", NO_SELECTION
         ws = session_workspace(workspace_value)
         view, img, blocks_html, unit_html = draw_page(ws, doc_id, 1)
         sections = sections_of(ws, doc_id)
@@ -142,7 +164,7 @@ def build(service: Service, workspace: gr.State) -> ParseTab:
     @user_errors
     def show_page(workspace_value: str, doc_id: str | None, page_no: float | None, step: int = 0):
         if not doc_id:
-            return gr.skip(), gr.skip(), None, "", NO_DOCUMENTS, NO_SELECTION
+            return gr.skip(), gr.skip(), "", "", NO_DOCUMENTS, NO_SELECTION
         ws = session_workspace(workspace_value)
         view, img, blocks_html, unit_html = draw_page(ws, doc_id, int(page_no or 1) + step)  # page_view clamps to 1..pages
         tree_html = render.render_section_tree(sections_of(ws, doc_id), page=view.page)
@@ -175,6 +197,7 @@ def build(service: Service, workspace: gr.State) -> ParseTab:
     def on_block_click(workspace_value: str, doc_id: str | None, page_no: float | None, evt: gr.EventData):
         return show_block(workspace_value, doc_id, page_no, getattr(evt, "block", None))  # set by BLOCKS_CLICK_JS
 
+    zoom.input(None, inputs=[zoom], js=ZOOM_JS, **PRIVATE)
     document.change(
         show_document, inputs=[workspace, document], outputs=[page, jump, tree, image, blocks, unit], trigger_mode="always_last",
         **PRIVATE,

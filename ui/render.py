@@ -329,7 +329,9 @@ def render_citations(citations: list[Citation], selected: int | None = None) -> 
             f'<li class="{cls}" data-n="{c.n}" data-cite="{c.n}"><div>{citation_chip(c)} <span class="st-doc">{esc(c.doc)}</span>, '
             f'page {c.page} <span class="st-kind">{esc(c.kind.value)}</span></div>'
             f'<div class="st-path">{esc(join_path(c.section_path))}</div>'
-            f'{quote_or_code(c.text, c.kind == NodeKind.CODE)}</li>'
+            f'{quote_or_code(c.text, c.kind == NodeKind.CODE)}'
+            f'<button type="button" class="st-graph-link" data-graph-node="{esc(c.node_id)}" title="Show this passage in the Graph tab">'
+            "show in graph</button></li>"
         )
     return f'<ol class="st-citations">{"".join(items)}</ol>'
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import string
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -209,3 +210,43 @@ def is_abstention(text: str | None, abstained: bool = False) -> bool:
         return True
     low = str(text).lower()
     return any(phrase in low for phrase in ABSTAIN_PHRASES)
+
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCT = set(string.punctuation) | set("‘’“”–—…")
+
+
+def normalize_answer(text: str) -> str:
+    """score.py's answer normalisation: lowercase, punctuation to spaces, articles dropped, spaces squeezed."""
+    text = "".join(" " if ch in _PUNCT else ch for ch in str(text).lower())
+    return " ".join(_ARTICLES.sub(" ", text).split())
+
+
+def token_f1(pred: str, gold: str) -> float:
+    """Token-overlap F1 of two normalised answers (score.py's F1)."""
+    p, g = normalize_answer(pred).split(), normalize_answer(gold).split()
+    if not p or not g:
+        return float(p == g)
+    left = dict.fromkeys(p, 0)
+    for t in p:
+        left[t] += 1
+    overlap = 0
+    for t in g:
+        if left.get(t, 0) > 0:
+            overlap += 1
+            left[t] -= 1
+    if overlap == 0:
+        return 0.0
+    precision, recall = overlap / len(p), overlap / len(g)
+    return 2 * precision * recall / (precision + recall)
+
+
+def answer_scores(text: str | None, abstained: bool, references: Sequence[str]) -> tuple[float, float] | None:
+    """(exact match, token F1) of an answer against the best reference, as score.py scores it (an
+    abstention scores 0); None for a question without reference answers."""
+    if not references:
+        return None
+    if text is None or is_abstention(text, abstained):
+        return 0.0, 0.0
+    em = max(float(normalize_answer(text) == normalize_answer(r)) for r in references)
+    return em, max(token_f1(text, r) for r in references)

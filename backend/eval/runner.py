@@ -29,7 +29,16 @@ from pydantic import BaseModel, ConfigDict, Field
 from backend.config import LLMSettings, Settings
 from backend.errors import StrataError
 from backend.eval.folders import check_benchmark
-from backend.eval.gold import K_MAX, BenchQuestion, GoldRef, is_abstention, load_questions, ranked_pages, score_question
+from backend.eval.gold import (
+    K_MAX,
+    BenchQuestion,
+    GoldRef,
+    answer_scores,
+    is_abstention,
+    load_questions,
+    ranked_pages,
+    score_question,
+)
 from backend.query import PredictionLine
 from backend.types import AskResult, IngestReport, ProgressEvent
 
@@ -72,6 +81,8 @@ class QuestionRecord(BaseModel):
     all_at_10: float | None = None
     answer: str | None = None
     abstained: bool = False
+    exact_match: float | None = Field(None, description="The answer against the best reference answer (score.py's EM); None without references.")
+    f1: float | None = Field(None, description="Token F1 against the best reference answer (score.py's F1); None without references.")
     latency_ms: float = 0.0
     llm_calls: int = 0
     error: str | None = Field(None, description="Why this question could not be answered (the run went on).")
@@ -92,6 +103,8 @@ class MetricRow(BaseModel):
     recall_at_10: float | None
     mrr_at_10: float | None
     all_at_10: float | None
+    exact_match: float | None = Field(None, description="Mean EM of the questions with reference answers.")
+    f1: float | None = Field(None, description="Mean token F1 of the questions with reference answers.")
     unanswerable: int
     abstention: float | None = Field(description="Share of the unanswerable questions answered with an abstention.")
     abstained_all: float = Field(description="Share of all questions answered with an abstention.")
@@ -276,11 +289,16 @@ def _record(method: str, q: BenchQuestion, result, latency_ms: float, error: str
         gold=q.gold, latency_ms=round(latency_ms, 2), error=error,
     )
     if result is None:
+        if q.answers:  # a failed question with reference answers: it answered nothing
+            record.exact_match = record.f1 = 0.0
         return record
     record.top_pages = ranked_pages(result.results)[:K_MAX]
     record.answer = result.answer.text
     record.abstained = is_abstention(result.answer.text, result.answer.abstained)
     record.llm_calls = result.llm_calls
+    answered = answer_scores(result.answer.text, result.answer.abstained, q.answers)
+    if answered is not None:
+        record.exact_match, record.f1 = answered
     scores = score_question(result.results, q.gold) if q.scored else None
     if scores is not None:
         record.recall_at_1, record.recall_at_5, record.recall_at_10 = (scores.recall[k] for k in (1, 5, 10))
@@ -318,6 +336,8 @@ def _row(method: str, breakdown: Breakdown, group: str, records: list[QuestionRe
         recall_at_1=_mean([r.recall_at_1 for r in scored]), recall_at_5=_mean([r.recall_at_5 for r in scored]),
         recall_at_10=_mean([r.recall_at_10 for r in scored]), mrr_at_10=_mean([r.mrr_at_10 for r in scored]),
         all_at_10=_mean([r.all_at_10 for r in scored]),
+        exact_match=_mean([r.exact_match for r in records if r.exact_match is not None]),
+        f1=_mean([r.f1 for r in records if r.f1 is not None]),
         unanswerable=len(unanswerable),
         abstention=_mean([float(r.abstained or r.error is not None) for r in unanswerable]),
         abstained_all=_mean([float(r.abstained) for r in records]) or 0.0,

@@ -1,5 +1,6 @@
 """Read-only views of a workspace's layered graph for people and other programs: the filtered,
-size-limited view the Graph tab draws, one node's details (document, page, box, section path,
+size-limited view the Graph tab draws (each node with its depth in the hierarchy, for a tree), the
+graph around chosen nodes (an ego view: a clicked node, or an answer's evidence), one node's details (document, page, box, section path,
 parent, neighbours), a table component's cells, and the whole graph (or a filtered part of it) as
 node-link JSON or GraphML through networkx.
 
@@ -28,6 +29,7 @@ from backend.types import (
     GraphEdgeView,
     GraphNodeView,
     GraphView,
+    NAVIGATION_EDGES,
     Layer,
     NeighbourView,
     Node,
@@ -163,6 +165,36 @@ def _draw_order(corpus: Corpus, nodes: list[Node]) -> list[Node]:
     return sorted(nodes, key=lambda n: (n.layer, rank[n.id], doc_rank.get(n.doc, 0), n.id))
 
 
+def _depth(corpus: Corpus, node: Node, cache: dict[str, int]) -> int:
+    """Steps up the parent chain to the node's document; -1 for a node outside the hierarchy."""
+    if node.kind == NodeKind.DOCUMENT:
+        return 0
+    if node.layer == Layer.ENTITY or node.parent is None:
+        return -1
+    if node.id not in cache:
+        chain: list[Node] = []
+        current: Node | None = node
+        while current is not None and current.kind != NodeKind.DOCUMENT and current.id not in cache and len(chain) < 64:
+            chain.append(current)
+            current = corpus.nodes.get(current.parent) if current.parent else None
+        base = cache.get(current.id, 0) if current is not None else -1
+        for i, n in enumerate(reversed(chain), 1):
+            cache[n.id] = base + i if base >= 0 else -1
+    return cache[node.id]
+
+
+def _node_views(corpus: Corpus, nodes: list[Node]) -> list[GraphNodeView]:
+    depths: dict[str, int] = {}
+    return [
+        GraphNodeView(
+            id=n.id, label=node_label(corpus, n), kind=n.kind, layer=n.layer, doc=n.doc,
+            doc_name=corpus.documents[n.doc].file_name if n.doc in corpus.documents else n.doc, page=n.page,
+            text=_short(n.text, TOOLTIP_CHARS), depth=_depth(corpus, n, depths),
+        )
+        for n in nodes
+    ]
+
+
 def graph_view(
     corpus: Corpus,
     layers: Iterable | None = None,
@@ -179,19 +211,76 @@ def graph_view(
     shown_ids = {n.id for n in shown}
     shown_edges = [e for e in edges if e.src in shown_ids and e.dst in shown_ids]
     return GraphView(
-        nodes=[
-            GraphNodeView(
-                id=n.id, label=node_label(corpus, n), kind=n.kind, layer=n.layer, doc=n.doc,
-                doc_name=corpus.documents[n.doc].file_name if n.doc in corpus.documents else n.doc, page=n.page,
-                text=_short(n.text, TOOLTIP_CHARS),
-            )
-            for n in shown
-        ],
+        nodes=_node_views(corpus, shown),
         edges=[GraphEdgeView(src=e.src, dst=e.dst, kind=e.kind) for e in shown_edges],
         total=graph_counts(corpus),
         matched=_counts(nodes, edges),
         limit=limit,
         truncated=len(nodes) > len(shown),
+    )
+
+
+def _ancestors(corpus: Corpus, node_id: str) -> list[str]:
+    """The sections and the document above a node, nearest first."""
+    out: list[str] = []
+    parent = corpus.nodes[node_id].parent
+    while parent and parent in corpus.nodes and parent not in out and len(out) < 64:
+        out.append(parent)
+        parent = corpus.nodes[parent].parent
+    return out
+
+
+def ego_view(
+    corpus: Corpus,
+    centres: Iterable[str],
+    edge_kinds: Iterable | None = None,
+    layers: Iterable | None = None,
+    node_kinds: Iterable | None = None,
+    limit: int = 300,
+) -> GraphView:
+    """The graph around some nodes: the centres, their neighbours over edges of `edge_kinds` (None:
+    every kind) and the neighbours of what holds them over the navigational kinds among those, that
+    pass the layer and kind filters, and the sections and document above each of them, so every node shows where it sits; the edges of those kinds and the hierarchy between
+    them. Cut to `limit` nodes, centres first, then their place in the hierarchy, then neighbours."""
+    if limit < 1:
+        raise StrataError(f"The node limit must be at least 1, not {limit}.")
+    wanted = [c for c in dict.fromkeys(centres) if c]
+    known = [c for c in wanted if c in corpus.nodes]
+    if not known:
+        shown_ids = ", ".join(f"'{c}'" for c in wanted[:3]) or "none"
+        raise StrataError(f"No node of this workspace to centre on (asked: {shown_ids}). Click a node, or ask a question first.")
+    edge_set = _parse_choices(edge_kinds, EdgeKind, "edge kind")
+    kinds = tuple(EdgeKind) if edge_set is None else tuple(edge_set)
+    layer_set = _parse_choices(layers, Layer, "layer")
+    kind_set = _parse_choices(node_kinds, NodeKind, "node kind")
+
+    def passes(n: Node) -> bool:
+        return (layer_set is None or n.layer in layer_set) and (kind_set is None or n.kind in kind_set)
+
+    order: dict[str, None] = dict.fromkeys(known)
+    for c in known:
+        order.update(dict.fromkeys(_ancestors(corpus, c)))
+    # The centres' own edges; and the navigational ones of what holds them (a cited sentence's
+    # paragraph refers to "Table 2", its document links to another).
+    navigational = tuple(k for k in kinds if k in NAVIGATION_EDGES)
+    holders = [a for c in known for a in _ancestors(corpus, c)] if navigational else []
+    ring = [o for c in known for o in corpus.neighbour_ids(c, kinds)]
+    ring += [o for a in holders for o in corpus.neighbour_ids(a, navigational)]
+    ring = [o for o in ring if passes(corpus.nodes[o])]
+    for o in ring:
+        order.update(dict.fromkeys([o, *_ancestors(corpus, o)]))
+    ids = list(order)
+    shown = set(ids[:limit])
+    drawn = set(kinds) | {EdgeKind.CONTAINS}
+    edges = [e for i in order for e in corpus.edges.out_of(i, tuple(drawn)) if e.dst in order]
+    return GraphView(
+        nodes=_node_views(corpus, [corpus.nodes[i] for i in ids[:limit]]),
+        edges=[GraphEdgeView(src=e.src, dst=e.dst, kind=e.kind) for e in edges if e.src in shown and e.dst in shown],
+        total=graph_counts(corpus),
+        matched=_counts((corpus.nodes[i] for i in ids), edges),
+        limit=limit,
+        truncated=len(ids) > limit,
+        focus=known,
     )
 
 

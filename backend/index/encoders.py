@@ -13,6 +13,7 @@ import logging
 import os
 import sys
 import threading
+import warnings
 from pathlib import Path
 from typing import Protocol
 
@@ -162,7 +163,13 @@ def _export_onnx(model_path: str, target: Path, int8: bool) -> None:
     model = _Pooled(AutoModel.from_pretrained(model_path).eval())
     ids = torch.ones((2, 8), dtype=torch.long)
     axes = {"input_ids": {0: "b", 1: "s"}, "attention_mask": {0: "b", 1: "s"}, "token_type_ids": {0: "b", 1: "s"}, "emb": {0: "b"}}
-    with torch.no_grad():
+    # Tracing the transformer's Python branches warns (TracerWarning) that the trace holds one
+    # branch; the graph is exported with dynamic axes and checked against torch's vectors
+    # (tests/index/test_onnx_encoder.py), so those warnings say nothing to a person starting the app.
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", category=torch.jit.TracerWarning)
+        # MiniLM's token-type lookup is exported as an index op; its indices are never negative.
+        warnings.filterwarnings("ignore", message="Exporting aten::index operator", category=UserWarning)
         torch.onnx.export(
             model, (ids, ids, torch.zeros_like(ids)), str(fp32), input_names=["input_ids", "attention_mask", "token_type_ids"],
             output_names=["emb"], dynamic_axes=axes, opset_version=17, dynamo=False,

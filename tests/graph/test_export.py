@@ -256,3 +256,51 @@ def tiny_corpus() -> Corpus:
     edges = [Edge(src=n.parent, dst=n.id, kind=EdgeKind.CONTAINS) for n in nodes if n.parent]
     dims = {name: 4 for name in ("documents", "sections", "components", "subcomponents")}
     return Corpus([doc], [section], nodes, {}, edges, [], dims=dims)
+
+
+# ---------------------------------------------------------------- tree depth and views around nodes
+
+
+def test_every_node_knows_its_depth_in_the_hierarchy(service, sample_workspace, sample_corpus):
+    view = service.graph_view(sample_workspace, layers=["document", "component", "entity"], limit=5000)
+    depth = {n.id: n.depth for n in view.nodes}
+    for n in view.nodes:
+        node = sample_corpus.nodes[n.id]
+        if n.kind == NodeKind.DOCUMENT:
+            assert n.depth == 0
+        elif n.kind == NodeKind.ENTITY:
+            assert n.depth == -1
+        else:
+            assert n.depth == depth.get(node.parent, export._depth(sample_corpus, sample_corpus.nodes[node.parent], {})) + 1
+    assert max(depth.values()) >= 2  # document > section > component at least
+
+
+def test_ego_view_around_a_node_holds_its_neighbours_and_its_place(service, sample_workspace, sample_corpus):
+    para = next(n for n in sample_corpus.nodes.values() if n.kind == NodeKind.PARAGRAPH and n.parent
+                and sample_corpus.neighbour_ids(n.id, (EdgeKind.NEXT,)))
+    view = service.ego_view(sample_workspace, [para.id], limit=500)
+    ids = {n.id for n in view.nodes}
+    assert view.focus == [para.id] and view.nodes[0].id == para.id
+    assert set(export._ancestors(sample_corpus, para.id)) <= ids  # its sections and its document
+    assert set(sample_corpus.neighbour_ids(para.id, (EdgeKind.NEXT,))) <= ids
+    assert ids < set(sample_corpus.nodes)  # a neighbourhood, not the graph
+    assert all(e.src in ids and e.dst in ids for e in view.edges)
+    assert any(e.kind == EdgeKind.NEXT for e in view.edges)
+    cut = service.ego_view(sample_workspace, [para.id], limit=2)
+    assert len(cut.nodes) == 2 and cut.truncated and cut.nodes[0].id == para.id
+
+
+def test_evidence_view_follows_navigational_edges_only(service, sample_workspace, sample_corpus):
+    navigational = [e for e in sample_corpus.edges if e.kind in export.NAVIGATION_EDGES and e.src in sample_corpus.nodes]
+    assert navigational, "the sample corpus has cross-references and captions"
+    edge = navigational[0]
+    view = service.ego_view(sample_workspace, [edge.src], edge_kinds=export.NAVIGATION_EDGES, layers=None, limit=500)
+    ids = {n.id for n in view.nodes}
+    assert edge.dst in ids
+    assert {e.kind for e in view.edges} <= set(export.NAVIGATION_EDGES) | {EdgeKind.CONTAINS}
+    assert EdgeKind.NEXT not in {e.kind for e in view.edges}
+
+
+def test_ego_view_of_unknown_nodes_says_what_to_do(service, sample_workspace):
+    with pytest.raises(StrataError, match="No node of this workspace to centre on.*'nope'.*Click a node"):
+        service.ego_view(sample_workspace, ["nope"])

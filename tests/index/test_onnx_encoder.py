@@ -136,3 +136,24 @@ def test_the_default_cpu_path_never_imports_torch(cache):
     if driver:
         pytest.skip("an NVIDIA driver is here: torch decides the device")
     assert not torch_imported and runtime == "OnnxTextEncoder"
+
+
+def test_the_export_shows_no_tracer_warnings(tmp_path):
+    """A first start exports the graph; tracing the transformer warns about Python branches it
+    bakes in, which is expected and said nothing to the person starting the app. The export keeps
+    them to itself, and leaves the process's own warning filters as they were."""
+    import warnings
+
+    import torch
+
+    from backend.index.encoders import _export_onnx, resolve_model_path
+
+    before = list(warnings.filters)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        _export_onnx(resolve_model_path(IndexSettings().text_encoder), tmp_path / "m.onnx", int8=False)
+        assert (tmp_path / "m.onnx").is_file()
+        assert [str(w.message)[:120] for w in seen if issubclass(w.category, torch.jit.TracerWarning)] == []
+        shown_by_default = [w for w in seen if not issubclass(w.category, (DeprecationWarning, PendingDeprecationWarning))]
+        assert [(w.category.__name__, str(w.message)[:120]) for w in shown_by_default if "torch" in w.filename] == []
+    assert warnings.filters == before

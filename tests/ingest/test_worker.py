@@ -25,8 +25,13 @@ def test_the_worker_gets_what_the_parent_leaves_of_the_budget():
     assert worker_share_mb(settings, 4096 * 2**20) == worker_mod.MIN_WORKER_MB
 
 
+# Long enough that the worker is still reading when its first progress message has it killed
+# (pages are reported from the first one on); a longer file only makes the re-read slower.
+LONG_PAGES = 60
+
+
 def test_a_worker_killed_mid_file_fails_that_file_and_the_next_one_parses(tmp_path):
-    slow = hostile.text_pdf(tmp_path / "long.pdf", pages=300, lines=30)
+    slow = hostile.text_pdf(tmp_path / "long.pdf", pages=LONG_PAGES, lines=30)
     good = hostile.text_pdf(tmp_path / "good.pdf")
     with ParseWorker(IngestSettings(parse_processes=1)) as worker:
         first_pid: list[int] = []
@@ -57,7 +62,7 @@ def test_a_file_read_in_two_processes_is_read_again_in_one_when_the_worker_is_ki
     """SIGKILL is what the kernel's OOM killer sends: two processes side by side may not fit
     where one does, so the file is read again in one process before it fails; the killed
     worker's page helper dies with it."""
-    slow = hostile.text_pdf(tmp_path / "long.pdf", pages=300, lines=30)
+    slow = hostile.text_pdf(tmp_path / "long.pdf", pages=LONG_PAGES, lines=30)
     with ParseWorker(IngestSettings(parse_processes=2)) as worker:
         killed: list[int] = []
         stages: list[tuple[str, int]] = []
@@ -69,13 +74,13 @@ def test_a_file_read_in_two_processes_is_read_again_in_one_when_the_worker_is_ki
                 os.kill(worker._proc.pid, signal.SIGKILL)
 
         parsed = worker.parse(slow, None, "long.pdf", kill_on_first_progress)
-        assert parsed.document.pages == 300 and worker._proc.pid != killed[0]
+        assert parsed.document.pages == LONG_PAGES and worker._proc.pid != killed[0]
         assert not _group_alive(killed[0]), "the first worker's helper is gone with it"
         assert stages.count(("extract", 1)) == 2, "extraction started over in the fresh worker"
 
 
 def test_a_file_killed_in_one_process_too_fails_once_read_again(tmp_path):
-    slow = hostile.text_pdf(tmp_path / "long.pdf", pages=300, lines=30)
+    slow = hostile.text_pdf(tmp_path / "long.pdf", pages=LONG_PAGES, lines=30)
     with ParseWorker(IngestSettings(parse_processes=2)) as worker:
         pids: list[int] = []
 

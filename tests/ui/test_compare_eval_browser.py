@@ -169,6 +169,8 @@ def test_evaluate_an_uploaded_benchmark(session, bench_zip, tmp_path):
     sync_api.expect(table).to_contain_text("bm25")
     sync_api.expect(table).to_contain_text("hikey")
     sync_api.expect(table).to_contain_text("MRR@10")
+    for answer_metric in ("EM", "F1"):  # the answers' scores, in the main table
+        sync_api.expect(table.locator("th").filter(has_text=answer_metric).first).to_be_visible()
     sync_api.expect(page.locator("#eval-plot .js-plotly-plot")).to_be_visible()
     sync_api.expect(page.locator("#eval-breakdown")).to_contain_text("table")  # the modality of b2
     page.locator("#eval-breakdown-by").get_by_label("Hops").click()

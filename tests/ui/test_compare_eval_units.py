@@ -95,6 +95,7 @@ class _Row:
         self.method, self.group, self.questions, self.scored, self.unanswerable, self.errors = method, group, 4, 3, 1, 0
         self.recall_at_1, self.recall_at_5, self.recall_at_10, self.mrr_at_10, self.all_at_10 = 0.25, 0.4, r10, 0.3, 0.2
         self.abstention, self.abstained_all = None, 0.25
+        self.exact_match, self.f1 = 0.5, 0.625
         self.latency_p50_ms, self.latency_mean_ms, self.llm_calls_per_question = 40.0, 45.5, 1.5
 
 
@@ -115,7 +116,9 @@ def test_the_ingest_of_a_collection_is_announced_before_the_first_run():
 
 def test_metric_tables_format_numbers_and_missing_values():
     (row,) = evaluate.metric_table([_Row("bm25", r10=None)])
-    assert row[0] == "bm25" and row[5] == "–" and row[3] == "0.250" and row[8] == "–" and row[-2] == "1.50"
+    assert row[0] == "bm25" and row[5] == "–" and row[3] == "0.250" and row[10] == "–" and row[-2] == "1.50"
+    headers = evaluate.TABLE_HEADERS
+    assert row[headers.index("EM")] == "0.500" and row[headers.index("F1")] == "0.625"  # the answers, in the main table
     assert len(row) == len(evaluate.TABLE_HEADERS)
     assert len(evaluate.breakdown_table([_Row("bm25", "table")])[0]) == len(evaluate.BREAKDOWN_HEADERS)
 
@@ -235,3 +238,25 @@ def test_prepare_run_loads_each_methods_indexes_with_an_untimed_question_first(t
     assert all(ws == tmp_path / "bench-ws" for ws, *_ in asked)
     assert labels[0] == "Ingesting the collection: file 1 of 2 (a.pdf)"
     assert labels[1:] == ["Loading the indexes for bm25 (not timed)", "Loading the indexes for hikey (not timed)"]
+
+
+def test_the_tab_starts_on_the_smallest_collection(tmp_path):
+    for name, pdfs in (("big", 5), ("tiny", 1), ("mid", 3)):
+        corpus = tmp_path / name / "corpus"
+        corpus.mkdir(parents=True)
+        for i in range(pdfs):
+            (corpus / f"d{i}.pdf").write_bytes(b"%PDF-1.4 " * 10)
+    benches = sorted(tmp_path.iterdir())
+    assert evaluate.smallest_bench(benches).name == "tiny"
+    assert evaluate.smallest_bench([]) is None
+
+
+def test_answers_are_scored_as_score_py_scores_them():
+    from backend.eval.gold import answer_scores
+
+    assert answer_scores("The 4,820 trees.", False, ["4,820 trees", "4820"]) == (1.0, 1.0)
+    em, f1 = answer_scores("about 4,820 street trees", False, ["4,820 trees"])
+    assert em == 0.0 and abs(f1 - 0.75) < 1e-9  # "4 820 trees" within 5 tokens: P 3/5, R 1
+    assert answer_scores("I cannot answer this from the documents.", False, ["5"]) == (0.0, 0.0)
+    assert answer_scores("5", True, ["5"]) == (0.0, 0.0)  # an abstention scores nothing
+    assert answer_scores("anything", False, []) is None  # no reference: not scored

@@ -29,6 +29,7 @@ from tests.ui.helpers import (
     _open_session,
     _open_tab,
     _shot,
+    call_and_wait,
     sync_api,
 )
 
@@ -200,6 +201,126 @@ def test_graphml_download_parses_with_networkx(graph_page, tmp_path):
     assert {d["layer_name"] for _, d in graph.nodes(data=True)} == {"document", "component"}
     _shot(page, "graph_05_export")
     _toggle(page, "graph-edge-kinds", "mentions")
+
+
+# The drawn tree: every hierarchy edge runs left to right (parent in an earlier column).
+TREE_EDGES_JS = """
+() => {
+  const pos = network.getPositions();
+  let tree = 0, backwards = 0;
+  for (const e of edges.get()) {
+    if (e.title !== 'contains' || !pos[e.from] || !pos[e.to]) { continue; }
+    tree++;
+    if (!(pos[e.from].x < pos[e.to].x)) { backwards++; }
+  }
+  return {tree: tree, backwards: backwards, layout: document.body.dataset.layout};
+}
+"""
+# The labels drawn now, measured by vis-network itself (node and label box, in screen pixels),
+# and how many pairs of them overlap by more than 3 px each way.
+LABELS_JS = """
+() => {
+  network.redraw();  // vis-network measures a node's label box when it draws it: boxes of the labels placed last
+  const scale = network.getScale();
+  const shown = nodes.get().filter((n) => n.label && n.label.trim());
+  const boxes = shown.map((n) => {
+    const b = network.getBoundingBox(n.id);
+    return {x0: b.left * scale, x1: b.right * scale, y0: b.top * scale, y1: b.bottom * scale};
+  });
+  let overlaps = 0;
+  const pairs = [];
+  for (let i = 0; i < boxes.length; i++) {
+    for (let j = i + 1; j < boxes.length; j++) {
+      const a = boxes[i], b = boxes[j];
+      if (Math.min(a.x1, b.x1) - Math.max(a.x0, b.x0) > 3 && Math.min(a.y1, b.y1) - Math.max(a.y0, b.y0) > 3) {
+        overlaps++;
+        pairs.push([shown[i].id, shown[j].id, a, b]);
+      }
+    }
+  }
+  return {labelled: shown.map((n) => n.id), kinds: shown.map((n) => String(n.title).split(' ')[0]), total: nodes.length,
+          overlaps: overlaps, focus: nodes.get().filter((n) => n.labelRank === 0).map((n) => n.id),
+          pairs: pairs.slice(0, 3)};
+}
+"""
+
+
+def _labels(frame) -> dict:
+    frame.wait_for_function("() => document.body.dataset.labels !== undefined", timeout=UI_TIMEOUT_MS)
+    return frame.evaluate(LABELS_JS)
+
+
+def test_the_default_view_is_a_tree_with_labels_only_where_they_fit(graph_page):
+    page = graph_page
+    expect(page.locator("#graph-mode input[value=tree]")).to_be_checked()
+    frame_el, frame = _graph_frame(page)
+    tree = frame.evaluate(TREE_EDGES_JS)
+    assert tree["layout"] == "tree" and tree["tree"] > 50 and tree["backwards"] == 0
+    labels = _labels(frame)
+    assert 0 < len(labels["labelled"]) < labels["total"]  # not every one of the nodes: only those that fit
+    assert labels["overlaps"] == 0
+    assert {"document", "section"} & set(labels["kinds"])  # the top of the hierarchy is named first
+    # Zoomed in, labels are placed again for the new scale, and still none overlaps another.
+    before = frame.evaluate("() => document.body.dataset.labelScale")
+    frame_el.scroll_into_view_if_needed()
+    box = frame_el.bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 3, box["y"] + box["height"] / 2)
+    page.mouse.wheel(0, -800)
+    frame.wait_for_function("(s) => document.body.dataset.labelScale !== s", arg=before, timeout=UI_TIMEOUT_MS)
+    assert _labels(frame)["overlaps"] == 0
+    _shot(page, "graph_07_tree")
+    assert page.page_errors == []
+
+
+def test_the_view_around_a_clicked_node(graph_page):
+    page = graph_page
+    whole = _status(page)
+    node_id = _click_graph_node(page, "paragraph")
+    expect(page.locator("#graph-node-details .st-gnode")).to_have_attribute("data-node-id", node_id)
+    page.locator("#graph-mode label").filter(has_text="Around the chosen node").click()
+    status = page.locator("#graph-status .st-graph-status")
+    expect(status).not_to_have_attribute("data-matched", str(whole["matched"]))
+    around = _status(page)
+    assert 2 <= around["shown"] < whole["shown"]
+    _, frame = _graph_frame(page)
+    assert frame.evaluate("() => document.body.dataset.layout") == "force"
+    labels = _labels(frame)
+    assert labels["focus"] == [node_id] and node_id in labels["labelled"]
+    assert labels["overlaps"] == 0, labels["pairs"]
+    _shot(page, "graph_08_around_node")
+    page.locator("#graph-mode label").filter(has_text="Tree").click()  # back to the default for the next tests
+    expect(status).to_have_attribute("data-matched", str(whole["matched"]))
+
+
+def test_show_in_graph_from_the_ask_tab(graph_page):
+    page = graph_page
+    _open_tab(page, "Ask")
+    page.locator("#ask-question textarea").fill("How many trees did the programme plant?")
+    call_and_wait(page, page.locator("#ask-button").click, page.locator("#ask-facts .st-facts"), "Ask")
+    links = page.locator("#ask-citations [data-graph-node]")
+    cited = [links.nth(i).get_attribute("data-graph-node") for i in range(links.count())]
+    assert cited, "the sample question's answer cites its evidence"
+    page.locator("#ask-show-in-graph").click()
+    expect(page.locator("#graph-mode input[value=evidence]")).to_be_checked()
+    expect(page.locator("#graph-view iframe")).to_be_visible()  # the Graph tab is open
+    expect(page.locator("#graph-view iframe")).to_have_attribute("data-mode", "around")
+    _, frame = _graph_frame(page)
+    labels = _labels(frame)
+    assert sorted(labels["focus"]) == sorted(set(cited)) and labels["overlaps"] == 0
+    kinds = set(frame.evaluate("() => edges.get().map((e) => e.title)"))
+    assert kinds <= {"contains", "xref", "link", "caption", "doc_link"}  # the evidence's navigational edges
+    _shot(page, "graph_09_evidence")
+    # One citation's own link: the graph around that passage, with its details.
+    _open_tab(page, "Ask")
+    links.first.click()
+    expect(page.locator("#graph-mode input[value=node]")).to_be_checked()
+    expect(page.locator("#graph-node-id input, #graph-node-id textarea").first).to_have_value(cited[0])
+    _, frame = _graph_frame(page)
+    frame.wait_for_function("(id) => nodes.get().some((n) => n.id === id && n.labelRank === 0)", arg=cited[0], timeout=UI_TIMEOUT_MS)
+    page.locator("#graph-mode label").filter(has_text="Tree").click()  # back to the default for the next tests
+    expect(page.locator("#graph-mode input[value=tree]")).to_be_checked()
+    _graph_frame(page)
+    assert page.page_errors == []
 
 
 LABEL_PX_ON_SCREEN_JS = """

@@ -197,3 +197,51 @@ def test_a_section_selects_its_heading_block():
     rings = parse.selection_highlights(blocks[1])
     assert [h.color for h in rings] == [parse.SELECTED_COLOR] * 2
     assert rings[1].bbox[0] < rings[0].bbox[0] < blocks[1].bbox[0]
+
+
+# ---------------------------------------------------------------- tree, views around nodes, labels
+
+
+def _nodes_of(page: str) -> list[dict]:
+    import json
+
+    match = re.search(r"nodes = new vis\.DataSet\((\[.*?\])\);", page, flags=re.DOTALL)
+    assert match, "pyvis page without its node list"
+    return json.loads(match.group(1))
+
+
+def test_the_tree_is_laid_out_by_depth_left_to_right():
+    view = _view()
+    view = view.model_copy(update={"nodes": [n.model_copy(update={"depth": d}) for n, d in zip(view.nodes, (0, 1, 2))]})
+    page = _srcdoc(graph.graph_html(view, tree=True))
+    assert '"hierarchical": {"enabled": true, "direction": "LR"' in page and '"physics": {"enabled": false}' in page
+    nodes = {n["id"]: n for n in _nodes_of(page)}
+    assert [nodes[i]["level"] for i in ("d", "d:s1", "d:p1")] == [0, 1, 2]
+    force = _srcdoc(graph.graph_html(view))
+    assert '"hierarchical": {"enabled": true' not in force and all("level" not in n for n in _nodes_of(force))
+
+
+def test_labels_are_placed_by_the_page_with_the_full_text_in_the_title():
+    long = "A section title that runs on far longer than any label should be drawn"
+    page = _srcdoc(graph.graph_html(_view(label=long), tree=True))
+    nodes = {n["id"]: n for n in _nodes_of(page)}
+    assert all(n["label"] == " " for n in nodes.values())  # nothing drawn until the page has placed them
+    assert nodes["d:s1"]["fullLabel"].endswith("…") and len(nodes["d:s1"]["fullLabel"]) <= graph.TREE_LABEL_CHARS
+    assert nodes["d"]["labelRank"] < nodes["d:s1"]["labelRank"] < nodes["d:p1"]["labelRank"]  # documents, sections first
+    assert "placeLabels" in page and "strataLabelBoxes" in page
+
+
+def test_focus_nodes_are_ringed_and_labelled_first():
+    view = _view().model_copy(update={"focus": ["d:p1"]})
+    nodes = {n["id"]: n for n in _nodes_of(_srcdoc(graph.graph_html(view)))}
+    assert nodes["d:p1"]["labelRank"] == 0 and nodes["d:p1"]["color"]["border"] == graph.FOCUS_COLOR
+    assert nodes["d:p1"]["size"] > graph.KIND_SHAPES[NodeKind.PARAGRAPH][1]
+
+
+def test_evidence_is_the_cited_nodes_or_else_the_first_results():
+    from backend.types import Answer, AskResult, Citation
+
+    cite = Citation(n=1, node_id="d:p1.0", doc="r.pdf", page=1, bbox=None, kind=NodeKind.SENTENCE, section_path=[], text="x")
+    assert graph.evidence_nodes(None) == []
+    result = AskResult.model_construct(answer=Answer(text="a", abstained=False, citations=[cite, cite]), results=[])
+    assert graph.evidence_nodes(result) == ["d:p1.0"]
