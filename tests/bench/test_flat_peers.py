@@ -83,12 +83,18 @@ def test_recipes_name_the_answer_page_and_reuse_their_cache(toy_bench, tmp_path)
     rank_rows = [json.loads(line) for line in ranks.read_text().splitlines()]
     assert {r["id"] for r in rank_rows} == set(gold)
     assert all(r[f"rank_{m}"] == 1 for r in rank_rows for m in RECIPES)
-    # The built indexes are cached per collection: a second run loads them instead of embedding again.
+    # The built indexes are cached per collection: a second run loads them instead of embedding again
+    # (here with the questions embedded by the ONNX export of the same MiniLM: the same pages come first).
     stamps = {p: p.stat().st_mtime_ns for p in (cache / "llamaindex" / "toy" / "index.key",
                                                 cache / "langchain" / "toy" / "vectors.npy")}
-    again = run_tool("flat_peers", *args, "--methods", ",".join(RECIPES), timeout_s=600)
+    first = {r["id"]: r["results"][0] for r in map(json.loads, (out / "toy.langchain.jsonl").read_text().splitlines())}
+    again = run_tool("flat_peers", *args, "--methods", ",".join(RECIPES), "--runtime", "onnx", timeout_s=600)
     assert again.returncode == 0, again.stderr
     assert {p: p.stat().st_mtime_ns for p in stamps} == stamps
+    for r in map(json.loads, (out / "toy.langchain.jsonl").read_text().splitlines()):
+        top = r["results"][0]
+        assert (top["doc"], top["page"]) == (first[r["id"]]["doc"], first[r["id"]]["page"])
+        assert top["score"] == pytest.approx(first[r["id"]]["score"], abs=1e-4)
     build_s = {c[3].strip(): c[11].strip() for c in (line.split("|") for line in again.stdout.splitlines()
                                                       if line.startswith("| toy |"))}
     assert build_s == {"llamaindex": "0", "langchain": "0"}
