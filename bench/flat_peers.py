@@ -28,8 +28,8 @@ halves are scored from the same file, and bench/paired_difference.py reads these
 on the tune and check halves of bench/split.py; one markdown table goes to stdout.
 
 Built indexes are cached under --cache (llamaindex/<collection>/: the persisted storage context;
-langchain/<collection>/: the chunks and their vectors, saved as they are encoded so a stopped run
-resumes; pages/<collection>/: page_baselines' cache), keyed by the corpus files, the model and
+langchain/<collection>/: the chunks and their vectors, saved in blocks as they are encoded so a
+stopped run resumes and runs started side by side share the encoding; pages/<collection>/: page_baselines' cache), keyed by the corpus files, the model and
 the package versions. `--ranks FILE` writes, per question, the rank (1-10, else null) of its
 first gold page under each method.
 
@@ -69,7 +69,7 @@ METHODS = (*RECIPES, *page_baselines.METHODS)
 TOP_PAGES = 10
 FIRST_K = 20  # chunks asked for first; doubled until they cover TOP_PAGES distinct pages
 SNIPPET_CHARS = 300
-ENCODE_CHUNK = 512  # LangChain chunks encoded between two saves of the partial vectors
+ENCODE_CHUNK = 512  # LangChain chunks per saved block of vectors
 COLUMNS = ("R@1", "R@5", "R@10", "All@10", "MRR@10")
 PAGE_KEY = "strata_page"  # the 1-based page number kept on LlamaIndex Documents, never embedded
 LLAMA_PACKAGES = ("llama-index-core", "llama-index-readers-file", "llama-index-embeddings-huggingface", "pypdf")
@@ -206,6 +206,26 @@ class LlamaIndexRecipe:
         return widen(at, self.units)
 
 
+def _claim(path: Path) -> bool:
+    """True when this process now holds the claim file `path` (created here, or left by a dead process)."""
+    for _ in range(2):
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            try:
+                os.kill(int(path.read_text() or "0"), 0)
+                return False  # its owner is alive
+            except (ProcessLookupError, ValueError, FileNotFoundError):
+                path.unlink(missing_ok=True)  # its owner is gone: take it over
+                continue
+            except PermissionError:
+                return False
+        os.write(fd, str(os.getpid()).encode())
+        os.close(fd)
+        return True
+    return False
+
+
 # ---------------------------------------------------------------- LangChain default recipe
 
 
@@ -253,30 +273,34 @@ class LangChainRecipe:
         return texts, metas
 
     def vectors(self, texts: list[str], cache: Path, key: str) -> tuple[np.ndarray, float]:
-        """embed_documents over the chunks, saved every ENCODE_CHUNK so a stopped run resumes."""
+        """embed_documents over the chunks, in blocks of ENCODE_CHUNK each saved as it is done, so a
+        stopped run resumes and several runs over the same cache share the work (a block is claimed
+        by creating its .claim file; a claim whose process is gone is taken over)."""
         vec_path, key_path = cache / "vectors.npy", cache / "vectors.key"
         if vec_path.is_file() and key_path.is_file() and key_path.read_text().strip() == key:
             return np.load(vec_path), 0.0
-        part_path, part_key = cache / "vectors.partial.npy", cache / "vectors.partial.key"
-        done = np.zeros((0, 0), dtype=np.float32)
-        if part_path.is_file() and part_key.is_file() and part_key.read_text().strip() == key:
-            done = np.load(part_path)
-        parts = [done] if len(done) else []
+        blocks = cache / f"blocks-{key[:16]}"
+        blocks.mkdir(parents=True, exist_ok=True)
+        n_blocks = -(-len(texts) // ENCODE_CHUNK)
         start = time.perf_counter()
-        for first in range(len(done), len(texts), ENCODE_CHUNK):
-            batch = texts[first:first + ENCODE_CHUNK]
-            parts.append(self.onnx.encode(batch) if self.onnx is not None
-                         else np.asarray(self.embed.embed_documents(batch), dtype=np.float32))
-            np.save(cache / "vectors.tmp.npy", np.concatenate(parts))
-            os.replace(cache / "vectors.tmp.npy", part_path)
-            part_key.write_text(key)
-            log.warning("langchain: encoded %d/%d chunks", min(first + ENCODE_CHUNK, len(texts)), len(texts))
-        vecs = np.concatenate(parts) if parts else np.zeros((0, 384), dtype=np.float32)
-        np.save(vec_path, vecs)
+        while missing := [i for i in range(n_blocks) if not (blocks / f"{i}.npy").is_file()]:
+            i = next((i for i in missing if _claim(blocks / f"{i}.claim")), None)
+            if i is None:
+                time.sleep(5)  # every missing block is being encoded by another live run
+                continue
+            batch = texts[i * ENCODE_CHUNK:(i + 1) * ENCODE_CHUNK]
+            vecs = (self.onnx.encode(batch) if self.onnx is not None
+                    else np.asarray(self.embed.embed_documents(batch), dtype=np.float32))
+            np.save(blocks / f"{i}.tmp.npy", vecs)
+            os.replace(blocks / f"{i}.tmp.npy", blocks / f"{i}.npy")
+            (blocks / f"{i}.claim").unlink(missing_ok=True)
+            log.warning("langchain: block %d done, %d/%d blocks", i, n_blocks - len(missing) + 1, n_blocks)
+        vecs = np.concatenate([np.load(blocks / f"{i}.npy") for i in range(n_blocks)]) if n_blocks else \
+            np.zeros((0, 384), dtype=np.float32)
+        tmp = cache / f"vectors.{os.getpid()}.tmp.npy"
+        np.save(tmp, vecs)
+        os.replace(tmp, vec_path)
         key_path.write_text(key)
-        if part_path.is_file():
-            part_path.unlink()
-            part_key.unlink()
         return vecs, max(time.perf_counter() - start, 1e-9)
 
     def search(self, question: str) -> list[Hit]:
