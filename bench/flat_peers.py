@@ -369,7 +369,7 @@ class LangChainRecipe:
 def write_predictions(path: Path, questions, ranked: list[list[Hit]]) -> None:
     """score.py's format: {"id", "results": [{"doc", "page", "text", "score"}...], "answer": null}."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
     with tmp.open("w", encoding="utf-8") as f:
         for q, hits in zip(questions, ranked):
             results = [{"doc": h.doc, "page": h.page, "text": h.text, "bbox": None, "score": round(h.score, 6)}
