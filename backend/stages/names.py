@@ -17,7 +17,7 @@ names Adobe's filing for 2015), those that at most MAX_DOC_SHARE of the document
 ("10K" names none in a pile of 10-Ks). A question names by its capitalised words, by two or three of
 them run together ("Best Buy" -> BESTBUY), by an acronym that begins a name ("JPM" -> JPMORGAN,
 "MGM" -> MGMRESORTS) and by the years it writes ("FY2015", "2023 Q2"). The documents it names most
-come first: those whose identity carries the most of its names, then those whose units do.
+come first; of two named as often, the one whose own file name or title carries more of the names.
 
 Where it acts (stage `named_documents`, backend/stages/__init__.py): the named documents' units go
 first in the method's own order, then the rest, on the profile kinds where names decide:
@@ -175,15 +175,16 @@ def _identity_docs(by_identity: dict[str, tuple[str, ...]], token: str, word: st
 
 
 def naming_strength(corpus, question: str) -> dict[str, tuple[int, int]]:
-    """doc id -> (how many of the question's names its identity carries, how many of them name it
-    in all), for the documents the question names: those named most go first."""
+    """doc id -> (how many of the question's names name it, how many of those its own file name or
+    title carries), for the documents the question names: those named most go first, and of two
+    named as often, the one whose identity carries more of the names."""
     names = document_names(corpus)
     strength: dict[str, tuple[int, int]] = {}
     for t, word in question_names(question).items():
         own = set(_identity_docs(names.by_identity, t, word))
         for d in own | set(names.by_word.get(t, ())):
-            a, b = strength.get(d, (0, 0))
-            strength[d] = (a + (d in own), b + 1)
+            total, by_identity = strength.get(d, (0, 0))
+            strength[d] = (total + 1, by_identity + (d in own))
     return strength
 
 
@@ -211,6 +212,6 @@ def named_first(corpus, question: str, hits: list[ScoredNode], trace: Trace, cor
     trace.notes.append(
         f"{corpus_kind}: the question names {', '.join(repr(w) for w in found)}, a name of {len(files)} document(s) "
         f"({', '.join(files[:6])}{' ...' if len(files) > 6 else ''}); their units go first, those of the documents "
-        f"named most (by their file name or title first) before the others."
+        f"named most (then by their file name or title) before the others."
     )
     return out
