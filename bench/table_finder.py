@@ -1,5 +1,6 @@
 """Precision and recall of the tables found on labelled real pages: ruled tables only (find_tables,
-as ingest read pages before borderless.py) against ruled + borderless tables, in one run, with
+as ingest read pages before borderless.py) against ruled + borderless tables and ruled + borderless
++ statement tables (statements.py: line items and columns of figures), in one run, with
 PyMuPDF's own text-alignment finder (find_tables(strategy="text")) beside them for reference.
 
 Labels: bench/probes/tables/pages.jsonl, one page a line: {"half": "tune"|"check", "source", "page",
@@ -18,6 +19,7 @@ collection (each such table is a change to a filing's parse; 0 means none).
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 import glob
 import json
 import random
@@ -29,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import pymupdf  # noqa: E402
 
 from backend.ingest.borderless import find_borderless_tables  # noqa: E402
+from backend.ingest.statements import find_statement_tables  # noqa: E402
 from backend.ingest.extract import RawTable, extract_page  # noqa: E402
 from tests.fixtures.debian_manuals import DebianManual, fetch_manual  # noqa: E402
 
@@ -45,7 +48,7 @@ def _pdf(source: str) -> Path:
     return SHARED / rest
 
 
-SYSTEMS = ("ruled only (before)", "ruled + borderless", "PyMuPDF text strategy")
+SYSTEMS = ("ruled only", "ruled + borderless", "ruled + borderless + statements", "PyMuPDF text strategy")
 
 
 def _text_strategy(page: pymupdf.Page) -> list[RawTable]:
@@ -59,10 +62,12 @@ def _text_strategy(page: pymupdf.Page) -> list[RawTable]:
 
 
 def _tables(pdf: pymupdf.Document, page_no: int, text_strategy: bool = False) -> list[list[RawTable]]:
-    """[ruled tables, ruled + borderless tables(, PyMuPDF's text strategy)] of one page."""
+    """[ruled tables, ruled + borderless tables, those + statement tables(, PyMuPDF's text
+    strategy)] of one page, each finder reading the lines the ones before it left, as layout.py runs them."""
     raw, _ = extract_page(pdf[page_no - 1], find_tables=True, max_tables=10, ocr_engine=None, ocr_language="eng", ocr_dpi=100)
-    borderless, _ = find_borderless_tables(raw)
-    found = [raw.tables, raw.tables + borderless]
+    borderless, kept = find_borderless_tables(raw)
+    statements, _ = find_statement_tables(replace(raw, blocks=kept, tables=raw.tables + borderless))
+    found = [raw.tables, raw.tables + borderless, raw.tables + borderless + statements]
     return [*found, _text_strategy(pdf[page_no - 1])] if text_strategy else found
 
 
