@@ -17,7 +17,8 @@ names Adobe's filing for 2015), those that at most MAX_DOC_SHARE of the document
 ("10K" names none in a pile of 10-Ks). A question names by its capitalised words, by two or three of
 them run together ("Best Buy" -> BESTBUY), by an acronym that begins a name ("JPM" -> JPMORGAN,
 "MGM" -> MGMRESORTS) and by the years it writes ("FY2015", "2023 Q2"). The documents it names most
-come first; of two named as often, the one whose own file name or title carries more of the names.
+come first, a year counting after the words; of two named as often, the one whose own file name or
+title carries more of the names.
 
 Where it acts (stage `named_documents`, backend/stages/__init__.py): the named documents' units go
 first in the method's own order, then the rest, on the profile kinds where names decide:
@@ -174,17 +175,20 @@ def _identity_docs(by_identity: dict[str, tuple[str, ...]], token: str, word: st
     return []
 
 
-def naming_strength(corpus, question: str) -> dict[str, tuple[int, int]]:
-    """doc id -> (how many of the question's names name it, how many of those its own file name or
-    title carries), for the documents the question names: those named most go first, and of two
-    named as often, the one whose identity carries more of the names."""
+def naming_strength(corpus, question: str) -> dict[str, tuple[int, int, int]]:
+    """doc id -> (how many of the question's names that are not years name it, how many of its
+    years do, how many of those names its own file name or title carries), for the documents the
+    question names: those named most go first. A year is a weaker name than a word: "debit card
+    users in India in 2015" is asked of the report on India, not of a filing for 2015; of two
+    filings of the company a question names, the year picks one."""
     names = document_names(corpus)
-    strength: dict[str, tuple[int, int]] = {}
+    strength: dict[str, tuple[int, int, int]] = {}
     for t, word in question_names(question).items():
         own = set(_identity_docs(names.by_identity, t, word))
+        year = YEAR.fullmatch(t) is not None
         for d in own | set(names.by_word.get(t, ())):
-            total, by_identity = strength.get(d, (0, 0))
-            strength[d] = (total + 1, by_identity + (d in own))
+            words, years, by_identity = strength.get(d, (0, 0, 0))
+            strength[d] = (words + (not year), years + year, by_identity + (d in own))
     return strength
 
 
@@ -201,7 +205,7 @@ def named_first(corpus, question: str, hits: list[ScoredNode], trace: Trace, cor
     first = [h for h in hits if corpus.nodes.doc_of(h.node_id) in docs]
     if not first or (len(first) == len(hits) and len({strength.get(d) for d in docs}) < 2):
         return hits
-    first.sort(key=lambda h: strength.get(corpus.nodes.doc_of(h.node_id), (0, 0)), reverse=True)  # stable: the strategy's order within
+    first.sort(key=lambda h: strength.get(corpus.nodes.doc_of(h.node_id), (0, 0, 0)), reverse=True)  # stable: the strategy's order within
     rest = [h for h in hits if corpus.nodes.doc_of(h.node_id) not in docs]
     out, floor = [], float("inf")
     for h in first + rest:  # scores stay non-increasing

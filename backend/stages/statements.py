@@ -83,7 +83,7 @@ def _statement_pages(corpus) -> dict[tuple[str, str], list[int]]:
 
 
 def statement_first(corpus, question: str, hits: list[ScoredNode], trace: Trace,
-                    strength: dict[str, tuple[int, int]]) -> list[ScoredNode]:
+                    strength: dict[str, tuple[int, int, int]]) -> list[ScoredNode]:
     """`hits` with the units of the pages of the statements the question names first (see the
     module's docstring); unchanged when it names none or no such page is found. `strength`: the
     documents the question names and how strongly (names.naming_strength)."""

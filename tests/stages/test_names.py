@@ -136,3 +136,17 @@ def test_a_file_name_names_its_company_and_year(service):
     files = [corpus.documents[corpus.nodes.doc_of(h.node_id)].file_name for h in hits]
     assert files[0] == "GLOBEXCORP_2019_10K.pdf", files  # named twice, by its own file name, before those named once
     assert any("named most" in n for n in trace.notes)
+
+
+def test_a_year_names_less_than_a_word(service):
+    """"Debit card users in India in 2015" is asked of the report on India, not of a filing for 2015:
+    the year breaks ties between the documents the words name, it does not outrank them."""
+    reports = dict(REPORTS)
+    reports["India_payments_review.pdf"] = ["India saw debit card users grow across its cities.",
+                                            "India card payments rose as users went online.", "India wallets spread."]
+    reports["UMBRELLA_2015_10K.pdf"] = ["Card users of the company grew in fiscal 2015.", "Revenue per card user rose.",
+                                        "The company issued debit cards."]
+    corpus = build_corpus(service, reports, pages=40)
+    question = "How many more debit card users were there in India in 2015 than in 2014?"
+    hits, _ = service._pipeline(corpus, None, None).retrieve(service.retriever("strata", corpus), "strata", question, 6, {})
+    assert corpus.documents[corpus.nodes.doc_of(hits[0].node_id)].file_name == "India_payments_review.pdf"
