@@ -18,7 +18,27 @@ def dead_url() -> str:
     return f"http://127.0.0.1:{port}/v1"
 
 
-class PlainServer:
+class LoopbackServer:
+    """A ThreadingHTTPServer on an ephemeral loopback port, served from a daemon thread, with an
+    OpenAI-style base URL; subclasses pass their request handler to `_serve`."""
+
+    def _serve(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self.thread.start()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(timeout=5)
+
+
+class PlainServer(LoopbackServer):
     """A real HTTP server on an ephemeral loopback port answering every GET and POST with
     `status` and `body` (a str is sent as text/html, anything else as JSON); counts requests."""
 
@@ -42,16 +62,4 @@ class PlainServer:
             def log_message(self, format: str, *args) -> None:
                 return
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self.thread.start()
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(timeout=5)
+        self._serve(Handler)

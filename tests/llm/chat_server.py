@@ -11,7 +11,9 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from tests.http_servers import LoopbackServer
 from typing import Any
 
 
@@ -44,7 +46,7 @@ def completion(content: str, prompt_tokens: int | None = 11, completion_tokens: 
     return body
 
 
-class ChatServer:
+class ChatServer(LoopbackServer):
     def __init__(self, reply: Callable[[Request], Reply]) -> None:
         self.reply = reply
         self.requests: list[Request] = []
@@ -78,16 +80,4 @@ class ChatServer:
             def log_message(self, format: str, *args: Any) -> None:  # keep pytest output clean
                 return
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self.thread.start()
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(timeout=5)
+        self._serve(Handler)

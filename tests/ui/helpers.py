@@ -98,3 +98,14 @@ def _select(page, elem_id: str, option: str) -> None:
 
 def _open_tab(page, name: str) -> None:
     page.get_by_role("tab", name=name).click()
+
+
+def result_docs(page) -> set[str]:
+    """The Doc column of the Ask tab's ranked results table (its accessible rows: the grid keeps
+    hidden copies), the results panel opened first when it is closed."""
+    cells = page.locator("#ask-results").get_by_role("gridcell")
+    if not cells.first.is_visible():
+        page.locator("#ask-results-panel").click()
+    sync_api.expect(cells.first).to_be_visible()
+    rows = page.locator("#ask-results").get_by_role("row").filter(has=page.get_by_role("gridcell"))
+    return {rows.nth(i).get_by_role("gridcell").nth(1).inner_text().strip() for i in range(rows.count())}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.ui.helpers import BROWSER_MARKS, _open_session, _open_tab, _shot, call_and_wait, sync_api
+from tests.ui.helpers import BROWSER_MARKS, _open_session, _open_tab, _shot, call_and_wait, result_docs, sync_api
 
 pytestmark = BROWSER_MARKS
 
@@ -33,20 +33,10 @@ def _ask(page) -> None:
     call_and_wait(page, page.locator("#ask-button").click, done, "Ask")
 
 
-def _result_docs(page) -> set[str]:
-    """The Doc column of the ranked results table (its accessible rows: the grid keeps hidden copies)."""
-    cells = page.locator("#ask-results").get_by_role("gridcell")
-    if not cells.first.is_visible():
-        page.locator("#ask-results-panel").click()
-    sync_api.expect(cells.first).to_be_visible()
-    rows = page.locator("#ask-results").get_by_role("row").filter(has=page.get_by_role("gridcell"))
-    return {rows.nth(i).get_by_role("gridcell").nth(1).inner_text().strip() for i in range(rows.count())}
-
-
 def test_a_question_asked_of_one_document_gets_results_from_it_alone(scope_page):
     page = scope_page
     _ask(page)
-    everywhere = _result_docs(page)
+    everywhere = result_docs(page)
     assert len(everywhere) > 1, everywhere  # the sample corpus answers from several documents
 
     page.locator("#ask-docs input").click()  # opening the menu reads the workspace's documents
@@ -56,14 +46,14 @@ def test_a_question_asked_of_one_document_gets_results_from_it_alone(scope_page)
     option.click()
     page.keyboard.press("Escape")
     _ask(page)
-    assert _result_docs(page) == {CHOSEN}
+    assert result_docs(page) == {CHOSEN}
     sync_api.expect(page.locator("#ask-citations")).not_to_contain_text("policy_brief.pdf")
     _shot(page, "ask_scope_one_document")
 
     # Emptying the menu asks the whole workspace again.
     page.locator("#ask-docs").get_by_role("button", name="Remove").first.click()
     _ask(page)
-    assert len(_result_docs(page)) > 1
+    assert len(result_docs(page)) > 1
     assert page.page_errors == []
 
 

@@ -38,6 +38,7 @@ from tests.ui.helpers import (
     _open_tab,
     _select,
     _shot,
+    result_docs,
     call_and_wait,
     sync_api,
 )
@@ -84,16 +85,6 @@ def _ask(page, question: str) -> None:
     old_run = facts.get_attribute("data-run") if facts.count() else ""
     page.locator("#ask-question textarea").fill(question)
     call_and_wait(page, page.locator("#ask-button").click, page.locator(f'#ask-facts .st-facts:not([data-run="{old_run}"])'), "Ask")
-
-
-def _result_docs(page) -> set[str]:
-    """The Doc column of the ranked results table."""
-    cells = page.locator("#ask-results").get_by_role("gridcell")
-    if not cells.first.is_visible():
-        page.locator("#ask-results-panel").click()
-    sync_api.expect(cells.first).to_be_visible()
-    rows = page.locator("#ask-results").get_by_role("row").filter(has=page.get_by_role("gridcell"))
-    return {rows.nth(i).get_by_role("gridcell").nth(1).inner_text().strip() for i in range(rows.count())}
 
 
 def test_a_reload_keeps_the_uploads_which_become_the_default_scope(browser, app_url, uploads):
@@ -147,12 +138,12 @@ def test_a_reload_keeps_the_uploads_which_become_the_default_scope(browser, app_
         _shot(page, "ask_scope_own_documents")
         _select(page, "ask-method", "bm25")
         _ask(page, example + " How much water does the chamber take, and how many trees were planted?")
-        assert _result_docs(page) == {MANUAL}  # the sample's words in the question do not pull the sample in
+        assert result_docs(page) == {MANUAL}  # the sample's words in the question do not pull the sample in
 
         # The sample corpus is one click away.
         scope.get_by_label("The sample corpus").click()
         _ask(page, SAMPLE_QUESTION)
-        docs = _result_docs(page)
+        docs = result_docs(page)
         assert MANUAL not in docs and "policy_brief.pdf" in docs, docs
         assert page.page_errors == []
     finally:
