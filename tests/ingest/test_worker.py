@@ -50,12 +50,18 @@ def test_a_worker_killed_mid_file_fails_that_file_and_the_next_one_parses(tmp_pa
         assert worker._proc.pid != first_pid[0], "the next file gets a fresh worker"
 
 
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+def _group_alive(pgid: int, wait_s: float = 10.0) -> bool:
+    """Whether the process group still has a member after up to `wait_s` seconds: a page helper
+    notices its worker's death when its pipe closes, a moment after the kill, not at once."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return False
+        if time.monotonic() > deadline:
+            return True
+        time.sleep(0.1)
 
 
 def test_a_file_read_in_two_processes_is_read_again_in_one_when_the_worker_is_killed(tmp_path):
