@@ -48,7 +48,10 @@ def _filing(path, company: str, year: int) -> None:
 def filings(service, tmp_path_factory):
     folder = tmp_path_factory.mktemp("filings")
     paths = []
-    for company, year in (("ACME", 2019), ("ACME", 2020), ("GLOBEX", 2020), ("INITECH", 2020)):
+    # Two years of three companies: a year in half the file names still names (MAX_DOC_SHARE), so
+    # "FY2020" picks ACME's 2020 filing over its 2019 one.
+    for company, year in (("ACME", 2019), ("ACME", 2020), ("GLOBEX", 2019), ("GLOBEX", 2020), ("INITECH", 2019),
+                          ("INITECH", 2020)):
         path = folder / f"{company}_{year}_10K.pdf"
         _filing(path, company, year)
         paths.append(path)
