@@ -183,6 +183,19 @@ var LABEL_PX = %d;
       }
     });
     if (updates.length) { nodes.update(updates); }
+    // The boxes above are estimates; vis-network measures each label when it draws it. Drawn once,
+    // a label whose measured box overlaps one placed before it goes back to its hover title.
+    network.redraw();
+    var kept = [], hidden = [];
+    placed.forEach(function (q) {
+      var b = network.getBoundingBox(q.id);
+      var m = {x0: b.left * scale, x1: b.right * scale, y0: b.top * scale, y1: b.bottom * scale};
+      if (kept.some(function (k) { return m.x0 < k.x1 && k.x0 < m.x1 && m.y0 < k.y1 && k.y0 < m.y1; })) {
+        hidden.push({id: q.id, label: " "});
+      } else { kept.push(m); }
+    });
+    if (hidden.length) { nodes.update(hidden); }
+    placed = placed.filter(function (q) { return !hidden.some(function (h) { return h.id === q.id; }); });
     window.strataLabelBoxes = placed;
     document.body.setAttribute("data-labels", String(placed.length));
     document.body.setAttribute("data-label-scale", String(scale));

@@ -108,19 +108,20 @@ def statement_first(corpus, question: str, hits: list[ScoredNode], trace: Trace,
     page_of = [(nodes.doc_of(h.node_id), nodes.page_of(h.node_id)) for h in hits]
     rank = {page: i for i, page in enumerate(wanted)}
     first = sorted((i for i, p in enumerate(page_of) if p in pages), key=lambda i: rank[page_of[i]])  # stable within a page
+    files = sorted({corpus.documents[d].file_name for d, _ in wanted})
+    found = (f"The question names the {' and the '.join(asked)}: {len(pages)} page(s) of {', '.join(files[:4])} print it "
+             f"(a section titled so that holds a table)")
     if first == list(range(len(first))) and not joined:
+        trace.notes.append(found + "; the strategy already ranked their units first.")
         return hits
     order = first + [i for i, p in enumerate(page_of) if p not in pages]
     out, floor = [], float("inf")
     for i in order:  # scores stay non-increasing
         floor = min(floor, hits[i].score)
         out.append(hits[i].model_copy(update={"score": floor}))
-    files = sorted({corpus.documents[d].file_name for d, _ in wanted})
     trace.add(RankStep(label="Units of the statement the question names, first", index="statements", candidates=out[:len(first)][:30]))
     trace.notes.append(
-        f"The question names the {' and the '.join(asked)}: {len(pages)} page(s) of {', '.join(files[:4])} print it "
-        f"(a section titled so that holds a table); their units go first"
-        + (f", {len(joined)} table(s) of them the strategy had not ranked." if joined else ".")
+        found + "; their units go first" + (f", {len(joined)} table(s) of them the strategy had not ranked." if joined else ".")
     )
     return out
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 import pymupdf
 import pytest
 
-from backend.stages.statements import named_statements, statement_pages
+from backend.stages.statements import named_statements, statement_first, statement_pages
+from backend.types import ScoredNode, Trace
 
 PROSE = ("Liquidity and capital resources. Our cash flows from operating activities funded our capital expenditures, "
          "and we expect cash flows to fund purchases of property and equipment next year. Free cash flow is a "
@@ -82,7 +83,24 @@ def test_the_named_statement_of_the_named_filing_comes_first(service, filings):
     hits, trace = pipeline.retrieve(service.retriever("strata", filings), "strata", question, 6, {})
     first = filings.nodes[hits[0].node_id]
     assert (filings.documents[first.doc].file_name, first.page) == ("ACME_2020_10K.pdf", 4)
-    assert any(getattr(s, "index", None) == "statements" for s in trace.steps)
+    # The stage says what it found whether or not the stages before it had already put those units first.
     assert any(n.startswith("The question names the cash flow statement") for n in trace.notes)
     plain, plain_trace = pipeline.retrieve(service.retriever("strata", filings), "strata", question, 6, {}, stages="none")
     assert not any(getattr(s, "index", None) == "statements" for s in plain_trace.steps)
+    assert not any(n.startswith("The question names the cash flow statement") for n in plain_trace.notes)
+
+
+def test_the_statement_s_units_move_ahead_of_the_pages_that_talk_about_it(filings):
+    question = "Using the cash flow statement, what were ACME's FY2020 purchases of property and equipment?"
+    acme = next(d for d, doc in filings.documents.items() if doc.file_name == "ACME_2020_10K.pdf")
+    talk = [c for c in filings.components_by_doc[acme] if filings.nodes[c].page in (1, 2)]
+    assert talk
+    hits = [ScoredNode(node_id=c, score=1.0 - i / 100) for i, c in enumerate(talk)]
+    trace = Trace(method="test")
+    out = statement_first(filings, question, hits, trace, {acme: (1, 1, 1)})
+    assert [filings.nodes[h.node_id].page for h in out[:1]] == [4]
+    assert {h.node_id for h in hits} <= {h.node_id for h in out}  # nothing dropped, the statement's table joined
+    assert all(a.score >= b.score for a, b in zip(out, out[1:]))
+    step = next(s for s in trace.steps if getattr(s, "index", None) == "statements")
+    assert [c.node_id for c in step.candidates] == [h.node_id for h in out if filings.nodes[h.node_id].page == 4]
+    assert any("1 table(s) of them the strategy had not ranked" in n for n in trace.notes)
