@@ -113,7 +113,8 @@ class NamedDocuments:
 class Statements:
     name: ClassVar[str] = "statements"
     description: ClassVar[str] = ("Pages of the financial statement the question names (balance sheet, cash flow, income "
-                                  "statement) go first, in the documents it names.")
+                                  "statement) go first, and of those that print the figures it asks for next, in the "
+                                  "documents it names.")
     acts_on: ClassVar[str] = EVERY_CORPUS + " (filings whose statements are sections with tables)"
     kinds: ClassVar[tuple[str, ...]] = ()
     before_retrieval: ClassVar[bool] = False

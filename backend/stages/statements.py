@@ -1,4 +1,4 @@
-"""Stage `statements`: the financial statement a question names. "Using the cash flow statement,
+"""Stage `statements`: the financial statements a question names or asks for. "Using the cash flow statement,
 what is General Mills' FY2020 free cash flow?" is asked of the page that prints General Mills'
 consolidated statement of cash flows, whatever other pages of the filing say about cash.
 
@@ -6,17 +6,24 @@ An analyst names the statement by its common name ("balance sheet", "P&L", "cash
 statement"); the filing heads it with its formal one ("CONSOLIDATED STATEMENTS OF FINANCIAL
 POSITION", "Consolidated Statements of Operations"). Neither a bag of words nor a vector ties
 the two, and the statement's rows ("Purchases of property, plant and equipment") share few words
-with the question. The structure does: a statement is a section whose heading is a statement's
-title and that holds a table. STATEMENTS lists the three primary statements, what questions call
-them and the titles filings give them (textbook names, not fitted to a collection).
+with the question. The structure does: a statement is a table titled as one, by its own title lines, by its section's
+heading or by the last heading above it on its page. STATEMENTS lists the three primary
+statements, what questions call them and the titles filings give them (textbook names, not fitted
+to a collection).
+
+A question that asks for a figure without naming a statement ("Amazon's FY2017 days payable
+outstanding", "EBITDA for Costco in FY2021") asks for what a statement prints: the line items of
+the ratio (measures.MEASURES, each placed on its statement by ITEM_STATEMENT) or a figure a
+statement prints as a row of its own (FIGURES: capital expenditure, revenue, total liabilities).
 
 Where it acts (backend/stages/__init__.py, after the documents the question names go first; every
-corpus): when the question names a statement, the pages of that statement in the documents the
-question names most (names.naming_strength), or else in the document of the method's first
-result, go first: the statement's tables and rows join the hits where the method did not rank
-them. A document holds a statement's page when a section headed by its title holds a table of
-MIN_STATEMENT_ROWS rows or more (the statement itself, not a note that names it); of several,
-the one with the most rows first, at most PAGES_PER_STATEMENT of them.
+corpus): in the documents the question names most (names.naming_strength), or else in the
+document of the method's first result, the pages of the statements the question names go first,
+and the first page of each statement it implies goes after the method's first result (which may
+be the page that answers in other words); the statements' tables join the hits where the method
+did not rank them. A document holds a statement's page when such a table has MIN_STATEMENT_ROWS
+rows or more (the statement itself, not a note that names it); of several, the one with the most
+rows first, at most PAGES_PER_STATEMENT of them.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
+from backend.stages.measures import MEASURES
 from backend.types import NodeKind, RankStep, ScoredNode, Trace
 
 MIN_STATEMENT_ROWS = 8
@@ -42,13 +50,58 @@ STATEMENTS: tuple[tuple[str, str, str], ...] = (
      r"statements? of (?:consolidated )?(?:income|operations|earnings)|income statements?|profit (?:and|&) loss"),
 )
 _ASKED = tuple((name, re.compile(rf"\b(?:{asked})", re.IGNORECASE)) for name, asked, _ in STATEMENTS)
-_TITLED = tuple((name, re.compile(rf"\b(?:{titled})", re.IGNORECASE)) for name, _, titled in STATEMENTS)
-_NOT_PRIMARY = re.compile(r"\b(?:reconciliation|supplemental|obligor|parent company|guarantor|segment)", re.IGNORECASE)
+# Titles are matched with spaces and hyphens taken out: a filing's letter-spaced heading comes out
+# of the PDF as "Statement of Cash Flow s" or "Equit y".
+_TITLED = tuple((name, re.compile(titled.replace("[- ]?", "").replace(" ", ""), re.IGNORECASE))
+                for name, _, titled in STATEMENTS)
+_SQUASH = re.compile(r"[\s\-]+")
+
+BALANCE, CASH_FLOW, INCOME = "balance sheet", "cash flow statement", "income statement"
+# The statement that prints each line item of measures.MEASURES (textbook placement; depreciation
+# and amortization and dividends paid as the statement of cash flows prints them).
+ITEM_STATEMENT: dict[str, str] = {
+    "total current assets": BALANCE, "total current liabilities": BALANCE, "cash and cash equivalents": BALANCE,
+    "accounts receivable": BALANCE, "total debt": BALANCE, "long-term debt": BALANCE, "total equity": BALANCE,
+    "total shareholders' equity": BALANCE, "total assets": BALANCE, "total liabilities": BALANCE,
+    "inventories": BALANCE, "accounts payable": BALANCE,
+    "net income": INCOME, "gross profit": INCOME, "revenue": INCOME, "net sales": INCOME, "cost of sales": INCOME,
+    "operating income": INCOME, "interest expense": INCOME, "provision for income taxes": INCOME,
+    "income before income taxes": INCOME,
+    "depreciation and amortization": CASH_FLOW, "dividends": CASH_FLOW,
+}
+# Figures a question asks for by name that one statement prints as a row of its own.
+FIGURES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (r"ebitda", (INCOME, CASH_FLOW)),
+    (r"capital expenditures?|capex|purchases? of property|free cash flows?|dividends? paid|"
+     r"cash (?:flows? )?(?:from|provided by|used in) (?:operating|investing|financing)|operating cash flows?", (CASH_FLOW,)),
+    (r"total (?:current )?(?:assets?|liabilit(?:y|ies))|(?:shareholders|stockholders)'? equity|working capital|"
+     r"accounts (?:payable|receivable)|inventor(?:y|ies)|long[- ]term debt|total debt|cash balances?|"
+     r"cash and cash equivalents", (BALANCE,)),
+    (r"revenues?|(?:net )?sales|cost of (?:goods sold|sales|revenues?)|cogs|gross (?:profit|margin)|operating (?:income|profit|margin)|"
+     r"net (?:income|earnings|profit)|earnings per share|\beps\b|interest expense", (INCOME,)),
+)
+_FIGURES = tuple((re.compile(rf"\b(?:{pattern})", re.IGNORECASE), names) for pattern, names in FIGURES)
+_NOT_PRIMARY = re.compile(r"\b(?:off[- ]?balance|reconciliation|supplemental|obligor|parent company|guarantor|segment)", re.IGNORECASE)
 
 
 def named_statements(question: str) -> list[str]:
     """The statements the question names, in the order of STATEMENTS."""
     return [name for name, pattern in _ASKED if pattern.search(question)]
+
+
+def implied_statements(question: str) -> list[str]:
+    """The statements that print what the question asks for without naming a statement: the line
+    items of the ratios it names (measures.MEASURES) and the figures it names (FIGURES), in the
+    order of STATEMENTS, the named statements left out."""
+    found: set[str] = set()
+    for pattern, items in MEASURES:
+        if re.search(rf"\b(?:{pattern})", question, re.IGNORECASE):
+            found.update(ITEM_STATEMENT[item] for item in items)
+    for pattern, names in _FIGURES:
+        if pattern.search(question):
+            found.update(names)
+    named = set(named_statements(question))
+    return [name for name, _, _ in STATEMENTS if name in found and name not in named]
 
 
 def statement_pages(corpus) -> dict[tuple[str, str], list[int]]:
@@ -57,22 +110,55 @@ def statement_pages(corpus) -> dict[tuple[str, str], list[int]]:
     return corpus.derived(_statement_pages)
 
 
+def statement_titled(title: str) -> str | None:
+    """The primary statement a title line names ("3M Company and Subsidiaries Consolidated
+    Statement of Cash Flow s Years ended December 31" -> "cash flow statement"), or None: not a
+    title (a sentence, over 160 characters) or not a primary statement (a reconciliation, a
+    guarantor's or a segment's statement)."""
+    title = title.strip()
+    if not title or len(title) > 160 or title.endswith(".") or _NOT_PRIMARY.search(title):
+        return None
+    squashed = _SQUASH.sub("", title)
+    return next((name for name, pattern in _TITLED if pattern.search(squashed)), None)
+
+
+def _table_title(corpus, node_id: str) -> str | None:
+    """The statement a table's own title lines name: its caption or the lines above it, or the
+    cells of its first two lines (a statement's title drawn inside its frame)."""
+    node = corpus.nodes[node_id]
+    context = node.context or ""
+    body = node.text[len(context):] if context and node.text.startswith(context) else node.text
+    lines = context.splitlines() + [cell for line in body.strip().splitlines()[:2] for cell in line.split(" | ")]
+    return next((name for name in map(statement_titled, lines) if name is not None), None)
+
+
+def _titled_above(corpus, node_id: str, headings: dict[tuple[str, int], list[tuple[float, str]]]) -> str | None:
+    """The statement named by the last heading above the table on its page (a statement's title
+    followed by its own "ASSETS" or "Current liabilities:" headings)."""
+    nodes = corpus.nodes
+    bbox = nodes[node_id].bbox
+    top = bbox[1] if bbox else float("inf")
+    above = [(y, name) for y, name in headings.get((nodes.doc_of(node_id), nodes.page_of(node_id)), []) if y <= top]
+    return max(above)[1] if above else None
+
+
 def _statement_pages(corpus) -> dict[tuple[str, str], list[int]]:
     titled: dict[str, str] = {}
+    headings: dict[tuple[str, int], list[tuple[float, str]]] = defaultdict(list)
     for sec in corpus.sections.values():
-        title = sec.path[-1] if sec.path else ""
-        if len(title) > 160 or _NOT_PRIMARY.search(title):
-            continue
-        for name, pattern in _TITLED:
-            if pattern.search(title):
-                titled[sec.id] = name
-                break
+        name = statement_titled(sec.path[-1] if sec.path else "")
+        if name is not None:
+            titled[sec.id] = name
+            headings[(sec.doc, sec.page)].append((sec.bbox[1] if sec.bbox else 0.0, name))
     rows: dict[tuple[str, str, int], int] = defaultdict(int)
     nodes = corpus.nodes
     for node_id in corpus.layers["components"].ids:
         if nodes.kind_of(node_id) != NodeKind.TABLE:
             continue
-        name = titled.get(nodes.section_of(node_id) or "")
+        # The table's own title first (a statement set under the previous statement's heading, its
+        # title drawn in the table's frame), then its section's, then a heading above it on its page.
+        name = (_table_title(corpus, node_id) or titled.get(nodes.section_of(node_id) or "")
+                or _titled_above(corpus, node_id, headings))
         if name is not None:
             rows[(nodes.doc_of(node_id), name, nodes.page_of(node_id))] += len(corpus.subcomponents(node_id))
     out: dict[tuple[str, str], list[tuple[int, int]]] = defaultdict(list)
@@ -84,11 +170,12 @@ def _statement_pages(corpus) -> dict[tuple[str, str], list[int]]:
 
 def statement_first(corpus, question: str, hits: list[ScoredNode], trace: Trace,
                     strength: dict[str, tuple[int, int, int]]) -> list[ScoredNode]:
-    """`hits` with the units of the pages of the statements the question names first (see the
-    module's docstring); unchanged when it names none or no such page is found. `strength`: the
-    documents the question names and how strongly (names.naming_strength)."""
-    asked = named_statements(question)
-    if not asked or not hits:
+    """`hits` with the units of the pages of the statements the question names first, and those
+    of the statements that print what it asks for after the strategy's first result (see the
+    module's docstring); unchanged when it asks for none or no such page is found. `strength`:
+    the documents the question names and how strongly (names.naming_strength)."""
+    asked, implied = named_statements(question), implied_statements(question)
+    if not (asked or implied) or not hits:
         return hits
     nodes = corpus.nodes
     if strength:
@@ -97,31 +184,43 @@ def statement_first(corpus, question: str, hits: list[ScoredNode], trace: Trace,
     else:
         docs = [nodes.doc_of(hits[0].node_id)]
     by_doc = statement_pages(corpus)
-    wanted = [(d, p) for name in asked for d in docs for p in by_doc.get((d, name), [])]
-    if not wanted:
+    named = [(d, p) for name in asked for d in docs for p in by_doc.get((d, name), [])]
+    printed = [(d, by_doc[(d, name)][0]) for name in implied for d in docs if by_doc.get((d, name))]
+    printed = [page for page in dict.fromkeys(printed) if page not in named]
+    if not (named or printed):
         return hits
+    wanted = named + printed
     pages = set(wanted)
     seen = {h.node_id for h in hits}
-    joined = [ScoredNode(node_id=t, score=hits[-1].score, why="a table of the statement the question names")
+    joined = [ScoredNode(node_id=t, score=hits[-1].score, why="a table of the statement the question asks for")
               for t in _tables_on(corpus, pages) if t not in seen]
     hits = hits + joined
     page_of = [(nodes.doc_of(h.node_id), nodes.page_of(h.node_id)) for h in hits]
     rank = {page: i for i, page in enumerate(wanted)}
-    first = sorted((i for i, p in enumerate(page_of) if p in pages), key=lambda i: rank[page_of[i]])  # stable within a page
+    on = sorted((i for i, p in enumerate(page_of) if p in pages), key=lambda i: rank[page_of[i]])  # stable within a page
+    first = [i for i in on if page_of[i] in set(named)]
+    after = [i for i in on if page_of[i] not in set(named)]
+    rest = [i for i, p in enumerate(page_of) if p not in pages]
+    # A statement the question names outranks the strategy; one it implies comes after the
+    # strategy's first result (which may be the page that answers in other words).
+    order = first + rest[:1] + after + rest[1:] if after and not first else first + after + rest
     files = sorted({corpus.documents[d].file_name for d, _ in wanted})
-    found = (f"The question names the {' and the '.join(asked)}: {len(pages)} page(s) of {', '.join(files[:4])} print it "
-             f"(a section titled so that holds a table)")
-    if first == list(range(len(first))) and not joined:
-        trace.notes.append(found + "; the strategy already ranked their units first.")
+    what = " and the ".join(asked + implied if asked else implied)
+    found = (f"The question {'names' if asked else 'asks for what is printed in'} the {what}: {len(pages)} page(s) of "
+             f"{', '.join(files[:4])} print it (a section or table titled so, holding a table)")
+    if order == list(range(len(order))) and not joined:
+        trace.notes.append(found + "; the strategy already ranked their units there.")
         return hits
-    order = first + [i for i, p in enumerate(page_of) if p not in pages]
     out, floor = [], float("inf")
     for i in order:  # scores stay non-increasing
         floor = min(floor, hits[i].score)
         out.append(hits[i].model_copy(update={"score": floor}))
-    trace.add(RankStep(label="Units of the statement the question names, first", index="statements", candidates=out[:len(first)][:30]))
+    moved = len(first) + len(after) + (1 if after and not first else 0)
+    trace.add(RankStep(label="Units of the statements the question asks for, first", index="statements",
+                       candidates=out[:moved][:30]))
     trace.notes.append(
-        found + "; their units go first" + (f", {len(joined)} table(s) of them the strategy had not ranked." if joined else ".")
+        found + ("; their units go first" if not after or first else "; their units go after the strategy's first result")
+        + (f", {len(joined)} table(s) of them the strategy had not ranked." if joined else ".")
     )
     return out
 

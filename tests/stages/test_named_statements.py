@@ -8,7 +8,8 @@ from __future__ import annotations
 import pymupdf
 import pytest
 
-from backend.stages.statements import named_statements, statement_first, statement_pages
+from backend.stages.statements import (implied_statements, named_statements, statement_first, statement_pages,
+                                       statement_titled)
 from backend.types import ScoredNode, Trace
 
 PROSE = ("Liquidity and capital resources. Our cash flows from operating activities funded our capital expenditures, "
@@ -40,7 +41,12 @@ def _filing(path, company: str, year: int) -> None:
         page = doc.new_page(width=612, height=792)
         page.insert_text((200, 60), "Management's Discussion and Analysis", fontname="hebo", fontsize=12)
         page.insert_textbox(pymupdf.Rect(40, 80, 570, 700), (f"{company} " + PROSE + " ") * 4, fontname="helv", fontsize=10)
-    _statement(doc.new_page(width=612, height=792), "CONSOLIDATED BALANCE SHEETS", year, BALANCE)
+    page = doc.new_page(width=612, height=792)
+    if company == "INITECH":  # the statement's rows under a heading of their own, below its title
+        page.insert_text((200, 30), "CONSOLIDATED BALANCE SHEETS", fontname="hebo", fontsize=12)
+        _statement(page, "ASSETS AND LIABILITIES", year, BALANCE)
+    else:
+        _statement(page, "CONSOLIDATED BALANCE SHEETS", year, BALANCE)
     _statement(doc.new_page(width=612, height=792), "CONSOLIDATED STATEMENTS OF CASH FLOWS", year, CASH)
     doc.save(path)
 
@@ -74,7 +80,28 @@ def test_a_filing_s_statements_are_its_sections_titled_so_that_hold_a_table(fili
     by_file = {(filings.documents[d].file_name, name): p for (d, name), p in pages.items()}
     assert by_file[("ACME_2020_10K.pdf", "cash flow statement")] == [4]
     assert by_file[("ACME_2020_10K.pdf", "balance sheet")] == [3]
+    # Its title above a heading of its own ("ASSETS AND LIABILITIES") on the same page.
+    assert by_file[("INITECH_2019_10K.pdf", "balance sheet")] == [3]
     assert not any(name == "income statement" for _, name in by_file)  # no page prints one
+
+
+def test_a_statement_title_is_a_title_line_however_the_pdf_spaced_it():
+    assert statement_titled("3M Company and Subsidiaries Consolidated Statement of Cash Flow s Years ended December 31") == (
+        "cash flow statement")
+    assert statement_titled("CONSOLIDATED STATEMENTS OF FINANCIAL POSITION") == "balance sheet"
+    assert statement_titled("Consolidated Statements of Operations (in millions)") == "income statement"
+    assert statement_titled("The following table summarizes our consolidated statements of cash flows.") is None  # a sentence
+    assert statement_titled("Off-Balance Sheet Arrangements") is None
+    assert statement_titled("Condensed Consolidating Statements of Cash Flows - Guarantor Subsidiaries") is None
+    assert statement_titled("Consolidated Statement of Changes in Equit y") is None
+
+
+def test_a_figure_asked_for_without_its_statement_implies_the_statement_that_prints_it():
+    assert implied_statements("What is Amazon's FY2017 days payable outstanding (DPO)?") == ["balance sheet", "income statement"]
+    assert implied_statements("What is EBITDA for Costco in FY2021?") == ["cash flow statement", "income statement"]
+    assert implied_statements("What were 3M's FY2018 capital expenditures?") == ["cash flow statement"]
+    assert implied_statements("Using the balance sheet, what is the current ratio?") == []  # named, not implied
+    assert implied_statements("Who audits the company?") == []
 
 
 def test_the_named_statement_of_the_named_filing_comes_first(service, filings):
@@ -104,3 +131,17 @@ def test_the_statement_s_units_move_ahead_of_the_pages_that_talk_about_it(filing
     step = next(s for s in trace.steps if getattr(s, "index", None) == "statements")
     assert [c.node_id for c in step.candidates] == [h.node_id for h in out if filings.nodes[h.node_id].page == 4]
     assert any("1 table(s) of them the strategy had not ranked" in n for n in trace.notes)
+
+
+def test_a_statement_the_question_implies_comes_after_the_strategy_s_first_result(filings):
+    question = "What was GLOBEX's FY2019 days payable outstanding?"
+    globex = next(d for d, doc in filings.documents.items() if doc.file_name == "GLOBEX_2019_10K.pdf")
+    talk = [c for c in filings.components_by_doc[globex] if filings.nodes[c].page in (1, 2)]
+    hits = [ScoredNode(node_id=c, score=1.0 - i / 100) for i, c in enumerate(talk)]
+    trace = Trace(method="test")
+    out = statement_first(filings, question, hits, trace, {globex: (1, 1, 1)})
+    assert out[0].node_id == hits[0].node_id  # the strategy's first result keeps its place
+    assert filings.nodes[out[1].node_id].page == 3  # then the balance sheet that prints accounts payable
+    assert {h.node_id for h in hits} <= {h.node_id for h in out}
+    assert any("asks for what is printed in the balance sheet" in n and "after the strategy's first result" in n
+               for n in trace.notes)
