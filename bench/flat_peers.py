@@ -27,7 +27,7 @@ ranked pages go to <out>/<collection>.<method>.jsonl in score.py's format (every
 halves are scored from the same file, and bench/paired_difference.py reads these files), scored
 on the tune and check halves of bench/split.py; one markdown table goes to stdout.
 
-Built indexes are cached under --cache (llamaindex/<collection>/: the reader's Documents and the
+Built indexes are cached under --cache (llamaindex/<collection>/: the reader's Documents, one file each, and the
 persisted storage context; langchain/<collection>/: the chunks and their vectors). Chunk vectors
 are saved in blocks as they are encoded, so a stopped run resumes and runs started side by side
 over one cache share the encoding (the index is built once every block is there); pages/<collection>/
@@ -202,31 +202,32 @@ class LlamaIndexRecipe:
         return nodes
 
     def cached_read(self, corpus: Path, cache: Path, key: str):
+        """The reader's page Documents of every file, each file's read kept as it is done (pypdf
+        reads a 5,000-page collection in most of an hour here), so a stopped read resumes."""
         from llama_index.core import Document
 
-        path = cache / f"documents-{key[:16]}.json"
-        if path.is_file():
-            return [Document.from_dict(d) for d in json.loads(path.read_text(encoding="utf-8"))]
-        start = time.perf_counter()
-        docs = self.read(corpus)
-        log.warning("llamaindex: %d page documents read in %.0f s", len(docs), time.perf_counter() - start)
-        cache.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps([d.to_dict() for d in docs]), encoding="utf-8")
-        os.replace(tmp, path)
+        folder = cache / f"documents-{key[:16]}"
+        folder.mkdir(parents=True, exist_ok=True)
+        start, docs = time.perf_counter(), []
+        for pdf in sorted(corpus.glob("*.pdf")):
+            path = folder / f"{pdf.name}.json"
+            if not path.is_file():
+                tmp = path.with_suffix(f".{os.getpid()}.tmp")
+                tmp.write_text(json.dumps([d.to_dict() for d in self.read(pdf)]), encoding="utf-8")
+                os.replace(tmp, path)
+            docs += [Document.from_dict(d) for d in json.loads(path.read_text(encoding="utf-8"))]
+        log.warning("llamaindex: %d page documents in %.0f s", len(docs), time.perf_counter() - start)
         return docs
 
     @staticmethod
-    def read(corpus: Path):
-        """The reader's page Documents, each numbered by its position in its file."""
+    def read(pdf: Path):
+        """One file's page Documents as SimpleDirectoryReader reads them, each numbered by its
+        position in the file."""
         from llama_index.core import SimpleDirectoryReader
 
-        docs = SimpleDirectoryReader(input_dir=str(corpus), required_exts=[".pdf"]).load_data()
-        counts: dict[str, int] = {}
-        for d in docs:
-            name = d.metadata["file_name"]
-            counts[name] = counts.get(name, 0) + 1
-            d.metadata[PAGE_KEY] = counts[name]
+        docs = SimpleDirectoryReader(input_files=[str(pdf)]).load_data()
+        for i, d in enumerate(docs, start=1):
+            d.metadata[PAGE_KEY] = i
             d.excluded_embed_metadata_keys.append(PAGE_KEY)
             d.excluded_llm_metadata_keys.append(PAGE_KEY)
         return docs
