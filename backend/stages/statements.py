@@ -6,8 +6,8 @@ An analyst names the statement by its common name ("balance sheet", "P&L", "cash
 statement"); the filing heads it with its formal one ("CONSOLIDATED STATEMENTS OF FINANCIAL
 POSITION", "Consolidated Statements of Operations"). Neither a bag of words nor a vector ties
 the two, and the statement's rows ("Purchases of property, plant and equipment") share few words
-with the question. The structure does: a statement is a table titled as one, by its own title lines, by its section's
-heading or by the last heading above it on its page. STATEMENTS lists the three primary
+with the question. The structure does: a statement is a table titled as one, by its own title lines, by the last
+heading or title line above it on its page, or by its section's heading. STATEMENTS lists the three primary
 statements, what questions call them and the titles filings give them (textbook names, not fitted
 to a collection).
 
@@ -54,7 +54,9 @@ _ASKED = tuple((name, re.compile(rf"\b(?:{asked})", re.IGNORECASE)) for name, as
 # of the PDF as "Statement of Cash Flow s" or "Equit y".
 _TITLED = tuple((name, re.compile(titled.replace("[- ]?", "").replace(" ", ""), re.IGNORECASE))
                 for name, _, titled in STATEMENTS)
-_SQUASH = re.compile(r"[\s\-]+")
+# What may come before a statement's title on its line: the company's name ("The Kraft Heinz
+# Company", "Amcor plc and Subsidiaries"), a part or item number, "(unaudited)".
+_NAME_WORD = re.compile(r"(?:[A-Z0-9&(\-\u2013\u2014][\w.,&'\u2019()\-]*|and|of|plc|inc\.?|ltd\.?|llc|co\.?|corp\.?)$")
 
 BALANCE, CASH_FLOW, INCOME = "balance sheet", "cash flow statement", "income statement"
 # The statement that prints each line item of measures.MEASURES (textbook placement; depreciation
@@ -81,7 +83,7 @@ FIGURES: tuple[tuple[str, tuple[str, ...]], ...] = (
      r"net (?:income|earnings|profit)|earnings per share|\beps\b|interest expense", (INCOME,)),
 )
 _FIGURES = tuple((re.compile(rf"\b(?:{pattern})", re.IGNORECASE), names) for pattern, names in FIGURES)
-_NOT_PRIMARY = re.compile(r"\b(?:off[- ]?balance|reconciliation|supplemental|obligor|parent company|guarantor|segment)", re.IGNORECASE)
+_NOT_PRIMARY = re.compile(r"\b(?:off[- ]?balance|consolidating|reconciliation|supplemental|obligor|parent company|guarantor|segment)", re.IGNORECASE)
 
 
 def named_statements(question: str) -> list[str]:
@@ -113,13 +115,19 @@ def statement_pages(corpus) -> dict[tuple[str, str], list[int]]:
 def statement_titled(title: str) -> str | None:
     """The primary statement a title line names ("3M Company and Subsidiaries Consolidated
     Statement of Cash Flow s Years ended December 31" -> "cash flow statement"), or None: not a
-    title (a sentence, over 160 characters) or not a primary statement (a reconciliation, a
-    guarantor's or a segment's statement)."""
+    title (a sentence: over 160 characters, ending in a period, or words other than a name before
+    the statement's, as in "Derivative Impact on the Statements of Income") or not a primary
+    statement (a reconciliation, a guarantor's consolidating or a segment's statement)."""
     title = title.strip()
     if not title or len(title) > 160 or title.endswith(".") or _NOT_PRIMARY.search(title):
         return None
-    squashed = _SQUASH.sub("", title)
-    return next((name for name, pattern in _TITLED if pattern.search(squashed)), None)
+    kept = [i for i, ch in enumerate(title) if not (ch.isspace() or ch == "-")]
+    squashed = "".join(title[i] for i in kept)
+    for name, pattern in _TITLED:
+        match = pattern.search(squashed)
+        if match and all(_NAME_WORD.match(w) for w in title[:kept[match.start()]].split()):
+            return name
+    return None
 
 
 def _table_title(corpus, node_id: str) -> str | None:
@@ -133,8 +141,8 @@ def _table_title(corpus, node_id: str) -> str | None:
 
 
 def _titled_above(corpus, node_id: str, headings: dict[tuple[str, int], list[tuple[float, str]]]) -> str | None:
-    """The statement named by the last heading above the table on its page (a statement's title
-    followed by its own "ASSETS" or "Current liabilities:" headings)."""
+    """The statement named by the last heading or title line above the table on its page (a
+    statement's title followed by its own "ASSETS" heading, or kept as a line of text)."""
     nodes = corpus.nodes
     bbox = nodes[node_id].bbox
     top = bbox[1] if bbox else float("inf")
@@ -150,15 +158,21 @@ def _statement_pages(corpus) -> dict[tuple[str, str], list[int]]:
         if name is not None:
             titled[sec.id] = name
             headings[(sec.doc, sec.page)].append((sec.bbox[1] if sec.bbox else 0.0, name))
-    rows: dict[tuple[str, str, int], int] = defaultdict(int)
     nodes = corpus.nodes
+    for node_id in corpus.layers["components"].ids:  # titles the parser kept as a line of text
+        if nodes.kind_of(node_id) == NodeKind.PARAGRAPH and len(nodes.text_of(node_id)) <= 160:
+            name = statement_titled(nodes.text_of(node_id))
+            if name is not None:
+                bbox = nodes[node_id].bbox
+                headings[(nodes.doc_of(node_id), nodes.page_of(node_id))].append((bbox[1] if bbox else 0.0, name))
+    rows: dict[tuple[str, str, int], int] = defaultdict(int)
     for node_id in corpus.layers["components"].ids:
         if nodes.kind_of(node_id) != NodeKind.TABLE:
             continue
         # The table's own title first (a statement set under the previous statement's heading, its
-        # title drawn in the table's frame), then its section's, then a heading above it on its page.
-        name = (_table_title(corpus, node_id) or titled.get(nodes.section_of(node_id) or "")
-                or _titled_above(corpus, node_id, headings))
+        # title drawn in the table's frame), then the last title above it on its page, then its section's.
+        name = (_table_title(corpus, node_id) or _titled_above(corpus, node_id, headings)
+                or titled.get(nodes.section_of(node_id) or ""))
         if name is not None:
             rows[(nodes.doc_of(node_id), name, nodes.page_of(node_id))] += len(corpus.subcomponents(node_id))
     out: dict[tuple[str, str], list[tuple[int, int]]] = defaultdict(list)

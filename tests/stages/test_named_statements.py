@@ -22,8 +22,10 @@ CASH = ["Net income", "Depreciation and amortization", "Stock-based compensation
         "Net cash used in investing activities", "Dividends paid", "Net cash used in financing activities"]
 
 
-def _statement(page, title: str, year: int, labels: list[str]) -> None:
-    page.insert_text((200, 60), title, fontname="hebo", fontsize=12)
+def _statement(page, title: str, year: int, labels: list[str], title_font: tuple[str, int] = ("hebo", 12)) -> None:
+    page.insert_text((200, 60), title, fontname=title_font[0], fontsize=title_font[1])
+    if title_font[0] != "hebo":  # a units line between the title and the table, as Kraft Heinz sets it
+        page.insert_text((200, 74), "(in millions, except per share data)", fontname="helv", fontsize=9)
     for x, text in ((455, str(year)), (540, str(year - 1))):
         page.insert_text((x, 90), text, fontname="helv", fontsize=9)
     for i, label in enumerate(labels):
@@ -47,7 +49,11 @@ def _filing(path, company: str, year: int) -> None:
         _statement(page, "ASSETS AND LIABILITIES", year, BALANCE)
     else:
         _statement(page, "CONSOLIDATED BALANCE SHEETS", year, BALANCE)
-    _statement(doc.new_page(width=612, height=792), "CONSOLIDATED STATEMENTS OF CASH FLOWS", year, CASH)
+    if company == "GLOBEX":  # the title set as a line of body text, so no heading: a paragraph above the table
+        _statement(doc.new_page(width=612, height=792), "Globex Inc. Consolidated Statements of Cash Flows", year, CASH,
+                   ("helv", 10))
+    else:
+        _statement(doc.new_page(width=612, height=792), "CONSOLIDATED STATEMENTS OF CASH FLOWS", year, CASH)
     doc.save(path)
 
 
@@ -82,6 +88,7 @@ def test_a_filing_s_statements_are_its_sections_titled_so_that_hold_a_table(fili
     assert by_file[("ACME_2020_10K.pdf", "balance sheet")] == [3]
     # Its title above a heading of its own ("ASSETS AND LIABILITIES") on the same page.
     assert by_file[("INITECH_2019_10K.pdf", "balance sheet")] == [3]
+    assert by_file[("GLOBEX_2020_10K.pdf", "cash flow statement")] == [4]  # its title a line of text above it
     assert not any(name == "income statement" for _, name in by_file)  # no page prints one
 
 
@@ -90,7 +97,12 @@ def test_a_statement_title_is_a_title_line_however_the_pdf_spaced_it():
         "cash flow statement")
     assert statement_titled("CONSOLIDATED STATEMENTS OF FINANCIAL POSITION") == "balance sheet"
     assert statement_titled("Consolidated Statements of Operations (in millions)") == "income statement"
+    assert statement_titled("The Kraft Heinz Company Consolidated Statements of Income") == "income statement"
+    assert statement_titled("Amcor plc and Subsidiaries Condensed Consolidated Balance Sheets (Unaudited)") == "balance sheet"
     assert statement_titled("The following table summarizes our consolidated statements of cash flows.") is None  # a sentence
+    assert statement_titled("Derivative Impact on the Statements of Income:") is None  # a note's heading that cites it
+    assert statement_titled("Total amounts presented in the consolidated statements of income in which effects were recorded") is None
+    assert statement_titled("The Kraft Heinz Company Condensed Consolidating Balance Sheets") is None  # a guarantor's schedule
     assert statement_titled("Off-Balance Sheet Arrangements") is None
     assert statement_titled("Condensed Consolidating Statements of Cash Flows - Guarantor Subsidiaries") is None
     assert statement_titled("Consolidated Statement of Changes in Equit y") is None
