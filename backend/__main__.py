@@ -159,7 +159,9 @@ def cmd_ask(args, settings: Settings) -> int:
 
 
 def _ask_batch(service, ws: Path, args, params: dict) -> int:
-    """One PredictionLine per question of the questions.jsonl file (bench format: id, question)."""
+    """One PredictionLine per question of the questions.jsonl file (bench format: id, question).
+    A question on which the LLM server failed keeps the rules' answer and its `llm_error`; the
+    command then says on how many questions it failed and exits EXIT_LLM_FAILED, as one question does."""
     from backend.query import PredictionLine
 
     questions = [json.loads(line) for line in Path(args.questions).read_text().splitlines() if line.strip()]
@@ -167,14 +169,21 @@ def _ask_batch(service, ws: Path, args, params: dict) -> int:
         questions = questions[: args.limit]
     out_path = Path(args.out)
     out_path.parent.mkdir(parents=True, exist_ok=True)
+    llm_errors: list[str] = []
     with out_path.open("w") as out:
         for i, q in enumerate(questions):
             docs = (q.get("meta") or {}).get("doc_scope") if args.scoped else args.doc
             result = service.ask(ws, q["question"], args.method, args.top_k, params, args.budget, docs=docs, stages=args.stages)
             out.write(PredictionLine.of(str(q["id"]), result).to_json() + "\n")
+            if result.llm_error:
+                llm_errors.append(result.llm_error)
             if (i + 1) % 25 == 0:
                 print(f"{i + 1}/{len(questions)} questions", file=sys.stderr)
     print(str(out_path))
+    if llm_errors:  # the rules answered these in the model's place: their figures are not the model's
+        print(f"LLM FAILED on {len(llm_errors)} of {len(questions)} questions (the rules answered them; each has llm_error "
+              f"in {out_path}): {llm_errors[0]}", file=sys.stderr)
+        return EXIT_LLM_FAILED
     return 0
 
 

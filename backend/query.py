@@ -286,8 +286,9 @@ class AskReply(Model):
 
 class PredictionLine(Model):
     """One line of a predictions file (`ask --questions ... --out`, the evaluator): what
-    ../shared/bench/score.py reads (`id`, `results`), plus the answer and its cost. A question
-    that failed has no results, no answer and its error."""
+    ../shared/bench/score.py reads (`id`, `results`), plus the answer and its cost (score.py
+    ignores the other keys). A question that failed has no results, no answer and its error; a
+    question whose LLM server failed has the rules' answer and `llm_error`."""
 
     id: str
     results: list[WireResult] = Field(default_factory=list)
@@ -295,12 +296,15 @@ class PredictionLine(Model):
     timings_ms: dict[str, float] = Field(default_factory=dict)
     llm_calls: int = 0
     error: str | None = None
+    llm_error: str | None = Field(None, description="Why the LLM server failed on this question (the rules answered in its place).")
 
     @classmethod
     def of(cls, qid: str, result: AskResult) -> PredictionLine:
         reply = AskReply.of(result, with_trace=False)
-        return cls(id=qid, results=reply.results, answer=reply.answer, timings_ms=reply.timings_ms, llm_calls=reply.llm_calls)
+        return cls(id=qid, results=reply.results, answer=reply.answer, timings_ms=reply.timings_ms, llm_calls=reply.llm_calls,
+                   llm_error=reply.llm_error)
 
     def to_json(self) -> str:
-        """One JSON line; `error` only on a failed question."""
-        return self.model_dump_json(exclude={"error"} if self.error is None else None)
+        """One JSON line; `error` only on a failed question, `llm_error` only where the LLM server failed."""
+        unset = {key for key in ("error", "llm_error") if getattr(self, key) is None}
+        return self.model_dump_json(exclude=unset or None)

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from backend.types import Trace
+from tests.http_servers import dead_url
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_DIR = REPO_ROOT / "sample_corpus"
@@ -25,10 +26,12 @@ CITATION_FIELDS = {"n", "node_id", "doc", "page", "bbox", "kind", "section_path"
 pytestmark = pytest.mark.slow
 
 
-def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+def run_cli(*args: str, timeout: float = 300, **strata_env: str) -> subprocess.CompletedProcess:
+    """`python -m backend ARGS` with no STRATA_* setting of this environment, only `strata_env`'s."""
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false", PYTHONPATH=str(REPO_ROOT))
     for key in [k for k in env if k.startswith("STRATA_")]:
         del env[key]  # the command line alone decides
+    env.update(strata_env)
     return subprocess.run(
         [sys.executable, "-m", "backend", *args], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=timeout
     )
@@ -108,6 +111,30 @@ def test_ask_batch_writes_one_line_per_question(workspace_copy, tmp_path):
         assert set(p["answer"]) >= {"text", "abstained", "citations"}
     assert lines[2]["answer"]["abstained"] is True
     assert lines[0]["answer"]["abstained"] is False
+
+
+def test_a_batch_whose_llm_server_is_dead_says_so_per_line_and_exits_3(workspace_copy, tmp_path):
+    questions = tmp_path / "q.jsonl"
+    questions.write_text("".join(json.dumps({"id": f"q{i}", "question": q}) + "\n" for i, q in enumerate(
+        ["How many trees did the programme plant?", "What budget was proposed for the second phase?"])))
+    pred = tmp_path / "pred.jsonl"
+    proc = run_cli("ask", "--workspace", str(workspace_copy), "--method", "bm25", "--top-k", "4", "--questions", str(questions),
+                   "--out", str(pred), STRATA_READER__LLM_BACKEND="openai", STRATA_LLM__BASE_URL=dead_url(),
+                   STRATA_LLM__MAX_RETRIES="0", STRATA_LLM__MODEL="fake-model")
+    assert proc.returncode == 3, proc.stderr[-2000:]
+    assert proc.stdout.strip() == str(pred)
+    assert "LLM FAILED on 2 of 2 questions (the rules answered them" in proc.stderr
+    lines = [json.loads(line) for line in pred.read_text().splitlines()]
+    assert [p["id"] for p in lines] == ["q0", "q1"] and all(p["results"] and p["answer"]["text"] for p in lines)
+    assert all("openai:fake-model failed, so the rules backend answered" in p["llm_error"] for p in lines)
+    if SCORE_PY.is_file():  # the referee reads the lines, extra key and all
+        bench = tmp_path / "bench"
+        bench.mkdir()
+        gold = [{"doc": "policy_brief.pdf", "page": 2}]
+        (bench / "questions.jsonl").write_text("".join(json.dumps(
+            {"id": f"q{i}", "question": "q", "answers": [], "unanswerable": False, "gold": gold}) + "\n" for i in range(2)))
+        scored = subprocess.run([sys.executable, str(SCORE_PY), str(bench), str(pred)], capture_output=True, text=True, timeout=60)
+        assert scored.returncode == 0 and "SUMMARY" in scored.stdout, scored.stderr[-2000:]
 
 
 @pytest.mark.skipif(not SCORE_PY.is_file(), reason=f"{SCORE_PY} not found")

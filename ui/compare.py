@@ -158,6 +158,17 @@ def render_stages_line(result: AskResult) -> str:
     )
 
 
+def render_llm_failure(result: AskResult, short: bool = False) -> str:
+    """The alert on a run whose LLM server failed (the rules answered in its place), as the Ask
+    tab shows it; `short` clips the reason for the summary row and keeps it whole in the tooltip.
+    Empty when the LLM did not fail."""
+    if not result.llm_error:
+        return ""
+    text = snippet(result.llm_error, 160) if short else result.llm_error
+    return (f'<div class="st-error st-llm-error" role="alert" data-llm-error="{esc(label(result))}" '
+            f'title="{esc(result.llm_error)}">{esc(text)}</div>')
+
+
 def _badge(hit: bool | None) -> str:
     if hit is None:
         return ""
@@ -165,7 +176,8 @@ def _badge(hit: bool | None) -> str:
 
 
 def render_summary(results: list[AskResult], hits: list[list[bool]] | None, gold_pages_found: list[tuple[int, int]] | None) -> str:
-    """One row per run: answer, latency, LLM calls and, with gold, hits and gold pages found."""
+    """One row per run: answer (under an alert when the LLM server failed on it), latency, LLM calls
+    and, with gold, hits and gold pages found."""
     head = ["Run", "Answer", "Results", "Only this run", "Latency (ms)", "LLM calls"]
     only, same = only_found(results), same_answer_as(results)
     if hits is not None:
@@ -174,7 +186,8 @@ def render_summary(results: list[AskResult], hits: list[list[bool]] | None, gold
     for i, res in enumerate(results):
         t = res.timings_ms
         latency = f'{t.get("total", 0):.0f} <span class="st-muted">(retrieve {t.get("retrieve", 0):.0f} · pack {t.get("pack", 0):.0f} · read {t.get("read", 0):.0f})</span>'
-        answer = ('<span class="st-abstained">abstained</span> ' if res.answer.abstained else "") + esc(snippet(res.answer.text, 140))
+        answer = render_llm_failure(res, short=True) + ('<span class="st-abstained">abstained</span> ' if res.answer.abstained else "")
+        answer += esc(snippet(res.answer.text, 140))
         if same[i]:
             answer += f' <span class="st-muted" data-same-as="{esc(same[i])}">(same answer as {esc(same[i])}; see what only it found)</span>'
         cells = [f'<th scope="row">{esc(label(res))}</th>', f"<td>{answer}</td>", f"<td>{len(res.results)}</td>",
@@ -185,13 +198,15 @@ def render_summary(results: list[AskResult], hits: list[list[bool]] | None, gold
             found, total = gold_pages_found[i]
             cells += [f'<td data-field="hits">{sum(hits[i])} of {len(hits[i])}</td>', f'<td data-field="gold-found">{found} of {total}</td>',
                       f"<td>{'rank ' + str(first) if first else 'none'}</td>"]
-        rows.append(f'<tr data-method="{esc(res.method)}" data-label="{esc(label(res))}">' + "".join(cells) + "</tr>")
+        rows.append(f'<tr data-method="{esc(res.method)}" data-label="{esc(label(res))}" '
+                    f'data-llm-failed="{str(bool(res.llm_error)).lower()}">' + "".join(cells) + "</tr>")
     header = "".join(f"<th>{h}</th>" for h in head)
     return f'<table class="st-cmp-summary"><thead><tr>{header}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
 
 
 def render_columns(results: list[AskResult], hits: list[list[bool]] | None) -> str:
-    """The runs side by side: answer and ranked results, each marked hit or miss when gold is known."""
+    """The runs side by side: answer and ranked results, each marked hit or miss when gold is known.
+    A run whose LLM server failed shows the failure above its answer, labelled as the rules'."""
     cols = []
     only = only_found(results)
     for i, res in enumerate(results):
@@ -210,11 +225,15 @@ def render_columns(results: list[AskResult], hits: list[list[bool]] | None) -> s
             )
         body = f'<ol class="st-cmp-results">{"".join(items)}</ol>' if items else empty_state("No results.")
         abstained = ' data-abstained="true"' if res.answer.abstained else ""
+        failed = render_llm_failure(res)
+        if failed:
+            failed += '<div class="st-answer-label">Answer by the rules backend, in place of the failed LLM</div>'
         cols.append(
             f'<section class="st-cmp-col" data-method="{esc(res.method)}" data-label="{esc(label(res))}" '
             f'data-stages="{esc(",".join(res.stages))}">'
             f"<h3>{esc(label(res))}</h3>{render_stages_line(res)}"
-            f'<div class="st-cmp-answer"{abstained}>{esc(res.answer.text)}</div>{render_only(res, only[i])}{body}</section>'
+            f'{failed}<div class="st-cmp-answer"{abstained} data-llm-failed="{str(bool(res.llm_error)).lower()}">'
+            f'{esc(res.answer.text)}</div>{render_only(res, only[i])}{body}</section>'
         )
     return f'<div class="st-cmp-grid" style="--st-cmp-cols:{max(1, len(results))}">{"".join(cols)}</div>'
 

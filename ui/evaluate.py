@@ -1,8 +1,10 @@
 """Evaluate tab: run methods over a benchmark collection (a folder of the server's bench_root in
 the ../shared/bench format, or an uploaded zip of one; the smallest one is picked at first) and
 show R@1/5/10, MRR@10, All@10, the answers' EM and F1, abstention on unanswerable questions,
-latency and LLM calls per method, as a table and plots, broken down by modality and by hops; the whole run downloads as CSV (metric rows) and JSON (rows
-plus every question's record).
+latency, LLM calls and the questions the rules answered in place of a failed LLM server per
+method, as a table and plots, broken down by modality and by hops; the whole run downloads as
+CSV (metric rows) and JSON (rows plus every question's record). A run on which the LLM server
+failed says so above the table, with the first reason.
 
 The collection's corpus goes into a workspace of its own (Service.benchmark_workspace), never
 into the user's documents. Progress (ingest, each question, scoring) shows on a progress bar.
@@ -31,8 +33,9 @@ DEFAULT_LIMIT = 10
 INGEST_SHARE = 0.3  # of the progress bar, for ingesting the collection and warming the methods up
 EVAL_TOP_K = 30  # results per question: enough distinct pages for @10 (several units share a page)
 METRICS = [("recall_at_1", "R@1"), ("recall_at_5", "R@5"), ("recall_at_10", "R@10"), ("mrr_at_10", "MRR@10"), ("all_at_10", "All@10")]
+LLM_FAILED_HEADER = "LLM failed (rules answered)"
 TABLE_HEADERS = ["method", "questions", "scored", "R@1", "R@5", "R@10", "MRR@10", "All@10", "EM", "F1", "abstention (unanswerable)",
-                 "abstained (all)", "p50 ms", "mean ms", "LLM calls/q", "errors"]
+                 "abstained (all)", "p50 ms", "mean ms", "LLM calls/q", "errors", LLM_FAILED_HEADER]
 BREAKDOWN_HEADERS = ["method", "group", *TABLE_HEADERS[1:]]
 RECORD_HEADERS = ["method", "id", "modality", "hops", "R@10", "MRR@10", "top pages", "answer", "ms", "error"]
 BEFORE_RUNNING = empty_state(
@@ -52,7 +55,8 @@ def _cells(row) -> list:
     abstention = "–" if row.abstention is None else f"{row.abstention:.3f} (n={row.unanswerable})"
     return [row.questions, row.scored, *(_num(getattr(row, key)) for key, _ in METRICS),
             _num(getattr(row, "exact_match", None)), _num(getattr(row, "f1", None)), abstention,
-            _num(row.abstained_all), f"{row.latency_p50_ms:.0f}", f"{row.latency_mean_ms:.0f}", f"{row.llm_calls_per_question:.2f}", row.errors]
+            _num(row.abstained_all), f"{row.latency_p50_ms:.0f}", f"{row.latency_mean_ms:.0f}", f"{row.llm_calls_per_question:.2f}", row.errors,
+            row.llm_failed]
 
 
 def metric_table(rows) -> list[list]:
@@ -69,8 +73,15 @@ def record_table(reports) -> list[list]:
         for r in report.records:
             pages = ", ".join(f"{d} p.{p}" for d, p in r.top_pages[:3])
             out.append([r.method, r.id, r.modality or "–", "–" if r.hops is None else r.hops, _num(r.recall_at_10),
-                        _num(r.mrr_at_10), pages, (r.answer or "")[:120], f"{r.latency_ms:.0f}", r.error or ""])
+                        _num(r.mrr_at_10), pages, (r.answer or "")[:120], f"{r.latency_ms:.0f}", _record_error(r)])
     return out
+
+
+def _record_error(record) -> str:
+    """A question's error cell: why it failed, or that the rules answered in place of the failed LLM."""
+    if record.error:
+        return record.error
+    return f"LLM failed, the rules answered: {record.llm_error}" if record.llm_error else ""
 
 
 def metrics_figure(rows) -> go.Figure:
@@ -111,6 +122,11 @@ def render_status(reports, bench_name: str) -> str:
         errors = [rec for rec in r.records if rec.error]
         if errors:
             lines.append(error_box(f"{r.method}: {len(errors)} questions failed, e.g. {errors[0].id}: {errors[0].error}"))
+        llm_failure = r.llm_failure()
+        if llm_failure:  # as the Ask tab's alert: these figures are the rules', not the model's
+            failed = sum(rec.llm_error is not None for rec in r.records)
+            lines.append(f'<div class="st-error st-llm-error" role="alert" data-method="{esc(r.method)}" '
+                         f'data-llm-failed="{failed}">{esc(r.method)}: {esc(llm_failure)}</div>')
     scored = [r for r in reports if r.summary_line]
     if scored:
         items = "".join(f"<li><code>{esc(r.method)}</code> {esc(r.summary_line)}</li>" for r in scored)

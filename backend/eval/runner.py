@@ -2,7 +2,8 @@
 (unchanged files are no-ops), answer every question, write predictions, and score them with the
 collection's score.py. It does not implement the referee's metrics itself: score.py's SUMMARY line
 is what a report quotes. Alongside, every question becomes a `QuestionRecord` (its results' pages,
-the per-question figures of backend.eval.gold, answer, latency, LLM calls), which the Evaluate tab
+the per-question figures of backend.eval.gold, answer, latency, LLM calls, why the LLM server
+failed when the rules answered in its place), which the Evaluate tab
 aggregates into tables by method, modality and hops (`metric_rows`) and exports as CSV and JSON.
 
 The questions are asked through anything with the service's `ingest` and `ask` (`EvalService`),
@@ -86,6 +87,7 @@ class QuestionRecord(BaseModel):
     latency_ms: float = 0.0
     llm_calls: int = 0
     error: str | None = Field(None, description="Why this question could not be answered (the run went on).")
+    llm_error: str | None = Field(None, description="Why the LLM server failed on this question; the rules answered in its place.")
 
 
 class MetricRow(BaseModel):
@@ -112,6 +114,8 @@ class MetricRow(BaseModel):
     latency_mean_ms: float
     llm_calls_per_question: float
     errors: int
+    llm_failed: int = Field(0, description="Questions the rules answered in place of a failed LLM server: their figures are the "
+                            "rules', not the model's.")
 
 
 @dataclass
@@ -137,10 +141,21 @@ class EvalReport:
         errors = [r for r in self.records if r.error]
         if errors:
             lines.append(f"questions that failed: {len(errors)}: " + "; ".join(f"{r.id}: {r.error}" for r in errors[:5]))
+        if llm_failure := self.llm_failure():
+            lines.append(llm_failure)
         lines.append(self.summary_line or "not scored (no score.py next to the collection)")
         if self.score_json:
             lines.append(f"full report: {self.score_json}")
         return "\n".join(lines)
+
+    def llm_failure(self) -> str | None:
+        """In plain words, on how many questions the LLM server failed and the first reason; None
+        when it never did. Those answers are the rules', so the run's figures are not the model's."""
+        failed = [r for r in self.records if r.llm_error]
+        if not failed:
+            return None
+        return (f"The LLM server failed on {len(failed)} of {len(self.records)} questions (the rules answered them): "
+                f"{failed[0].llm_error}")
 
 
 def find_score_script(bench: Path) -> Path | None:
@@ -296,6 +311,7 @@ def _record(method: str, q: BenchQuestion, result, latency_ms: float, error: str
     record.answer = result.answer.text
     record.abstained = is_abstention(result.answer.text, result.answer.abstained)
     record.llm_calls = result.llm_calls
+    record.llm_error = result.llm_error
     answered = answer_scores(result.answer.text, result.answer.abstained, q.answers)
     if answered is not None:
         record.exact_match, record.f1 = answered
@@ -345,6 +361,7 @@ def _row(method: str, breakdown: Breakdown, group: str, records: list[QuestionRe
         latency_mean_ms=round(statistics.fmean(latencies), 1) if latencies else 0.0,
         llm_calls_per_question=round(sum(r.llm_calls for r in records) / len(records), 2) if records else 0.0,
         errors=sum(r.error is not None for r in records),
+        llm_failed=sum(r.llm_error is not None for r in records),
     )
 
 

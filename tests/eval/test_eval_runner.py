@@ -1,7 +1,8 @@
 """The evaluation runner and the service's compare/evaluate facade on a tiny benchmark built in a
 tmp folder from two sample PDFs: progress events, per-question records that agree with score.py's
 SUMMARY, breakdowns by modality and hops, CSV/JSON export, the CLI's run_eval call still working,
-benchmark folders kept apart from the user's documents, and comparing methods side by side."""
+benchmark folders kept apart from the user's documents, comparing methods side by side, and a
+dead LLM server counted per method (the rules answered those questions)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from backend.errors import StrataError, WorkspaceError
 from backend.eval.gold import GoldRef
 from backend.eval.runner import EvalProgress, export_reports, metric_rows, run_eval
 from backend.service import Service
+from tests.http_servers import dead_url
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "sample_corpus"
@@ -221,3 +223,29 @@ def test_per_call_llm_settings_leave_the_shared_settings_alone(bench_service):
     assert llm.name == "openai:session-model"
     assert bench_service.settings.model_dump_json() == before
     assert bench_service.llm().name == "rules"
+
+
+@pytest.mark.slow
+def test_a_dead_llm_server_is_counted_per_method_and_said_in_plain_words(bench_service, evaluated, tmp_path):
+    """The rules answer every question in the failed model's place: each record and prediction
+    line says why, the metric row counts them, the report says it with the first reason, and
+    score.py still reads the predictions."""
+    bench, reports, _ = evaluated
+    assert all(row.llm_failed == 0 for row in metric_rows(reports)) and reports[0].llm_failure() is None
+    ws = bench_service.benchmark_workspace(bench, bench_service.new_session_workspace())
+    dead = LLMSettings(base_url=dead_url(), model="fake-model", max_retries=0, timeout_s=2.0)
+    report = run_eval(bench_service.settings, ws, bench, "bm25", top_k=30, limit=2, service=bench_service, ingest=False,
+                      out_dir=tmp_path, llm_backend="openai", llm_settings=dead)
+    assert [r.error for r in report.records] == [None, None]
+    assert all("openai:fake-model failed" in r.llm_error and "cannot reach the server" in r.llm_error for r in report.records)
+    (row,) = metric_rows([report])
+    assert row.llm_failed == 2 and row.errors == 0
+    assert report.llm_failure() == (
+        f"The LLM server failed on 2 of 2 questions (the rules answered them): {report.records[0].llm_error}")
+    assert report.llm_failure() in report.text()
+    lines = [json.loads(line) for line in report.predictions.read_text().splitlines()]
+    assert [line["llm_error"] for line in lines] == [r.llm_error for r in report.records]
+    if SCORE_PY.is_file():
+        assert report.summary_line.startswith("SUMMARY"), report.summary_line  # score.py ignores the extra key
+    csv_path, _ = export_reports([report], tmp_path, "dead-llm")
+    assert {r["llm_failed"] for r in csv.DictReader(csv_path.open()) if r["breakdown"] == "overall"} == {"2"}

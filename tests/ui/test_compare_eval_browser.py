@@ -6,7 +6,8 @@ matrix, and every result marked hit or miss on the right page. Evaluate: a tiny 
 (two sample PDFs, three questions with gold pages) zipped in a tmp folder and uploaded; the run
 shows the metrics table, the plot and the breakdown, and the CSV downloads. Settings: an
 OpenAI-compatible backend with a key: the key box is blanked, the page never holds the key, the
-server log never holds it, and another session still answers with the rules backend.
+server log never holds it, and another session still answers with the rules backend; a dead LLM
+server set there shows as an alert on every compared run.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.http_servers import dead_url
 from tests.ui.helpers import BROWSER_MARKS, INGEST_TIMEOUT_MS, REPO, SHARED, _open_session, _open_tab, _shot, sync_api
 
 pytestmark = BROWSER_MARKS
@@ -111,6 +113,40 @@ def test_compare_asks_for_two_to_four_methods(session):
     sync_api.expect(page.get_by_text("Tick 2 to 4 methods").first).to_be_visible()
     assert page.get_by_text("Traceback").count() == 0
     _check(page, "compare-methods", "hikey", True)
+
+
+def test_compare_shows_a_dead_llm_server_on_each_run(browser, app_url):
+    """A session whose LLM server is dead (set in Settings): every run's row and column carry the
+    failure as an alert, and the answers are labelled as the rules' (in a context of its own, so
+    the module's session keeps the rules backend)."""
+    context, page = _open_session(browser, app_url)
+    try:
+        _open_tab(page, "Settings")
+        page.locator("#settings-backend").get_by_text("OpenAI-compatible server").click()
+        page.locator("#settings-base-url textarea, #settings-base-url input").first.fill(dead_url())
+        page.locator("#settings-model textarea, #settings-model input").first.fill("test-model")
+        page.locator("#settings-apply").click()
+        sync_api.expect(page.locator("#settings-status .st-error")).to_contain_text("Cannot reach")
+
+        _open_tab(page, "Compare")
+        page.locator("#compare-question textarea").fill(QUESTION)
+        for name in ("bm25", "hikey"):
+            _check(page, "compare-methods", name, True)
+        page.locator("#compare-button").click()
+        rows = page.locator('#compare-summary tr[data-llm-failed="true"]')
+        sync_api.expect(rows).to_have_count(2)
+        for method in ("bm25", "hikey"):
+            alert = page.locator(f'#compare-summary tr[data-method="{method}"] .st-llm-error[role="alert"]')
+            sync_api.expect(alert).to_be_visible()
+            sync_api.expect(alert).to_contain_text("openai:test-model failed, so the rules backend answered in its place")
+            col = page.locator(f'#compare-columns .st-cmp-col[data-method="{method}"]')
+            sync_api.expect(col.locator('.st-llm-error[role="alert"]')).to_contain_text("cannot reach the server")
+            sync_api.expect(col.locator(".st-answer-label")).to_contain_text("in place of the failed LLM")
+            assert col.locator('.st-cmp-answer[data-llm-failed="true"]').count() == 1
+        _shot(page, "compare_llm_error")
+        assert page.page_errors == []
+    finally:
+        context.close()
 
 
 @pytest.mark.skipif(not (SHARED_BENCH / "dev-tatqa-pdf" / "questions.jsonl").is_file(), reason="../shared/bench is not here")

@@ -9,14 +9,17 @@ from __future__ import annotations
 import logging
 import sys
 import types
+from pathlib import Path
 
 import pytest
 
 from backend.config import LLMSettings, Settings
 from backend.errors import StrataError
+from backend.eval.runner import EvalReport, QuestionRecord, metric_rows
 from backend.types import Answer, AskResult, EvidencePack, NodeKind, ResultItem, Trace
 from ui import compare, evaluate, spaces_gpu
 from ui import settings as settings_tab
+from ui.render import esc
 
 EVIL = '<script>window.__xss=1</script><img src=x onerror="window.__xss=2">'
 KEY = "sk-unit-test-5d1e0c"
@@ -79,6 +82,24 @@ def test_each_column_shows_what_only_its_method_found():
     assert 'data-only-count="0"' in compare.render_columns([c, a], None)
 
 
+def test_a_run_whose_llm_failed_shows_the_failure_on_its_row_and_column():
+    ok = _result("bm25", [("a.pdf", 1)], answer="Forty-two.")
+    failed = _result("hikey", [("b.pdf", 2)], answer="Forty-two.")
+    failed.llm_error = f"The LLM backend openai:m failed, so the rules backend answered in its place: {EVIL}"
+    summary = compare.render_summary([ok, failed], None, None)
+    assert "<script" not in summary and "<img" not in summary and "&lt;script&gt;" in summary
+    assert summary.count('data-llm-failed="true"') == 1 and summary.count('data-llm-failed="false"') == 1
+    assert summary.count('class="st-error st-llm-error" role="alert" data-llm-error="hikey"') == 1
+    assert 'tr data-method="hikey" data-label="hikey" data-llm-failed="true"' in summary
+    columns = compare.render_columns([ok, failed], None)
+    assert "<script" not in columns and "<img" not in columns
+    col = columns.split('<section class="st-cmp-col" data-method="hikey"')[1]
+    assert 'role="alert" data-llm-error="hikey"' in col and "openai:m failed, so the rules backend answered" in col
+    assert "in place of the failed LLM" in col and 'class="st-cmp-answer" data-llm-failed="true"' in col
+    assert "st-llm-error" not in columns.split('<section class="st-cmp-col" data-method="hikey"')[0]
+    assert "st-llm-error" not in compare.render_summary([ok], None, None) + compare.render_columns([ok], None)
+
+
 def test_gold_text_round_trips_through_the_parser():
     from backend.service import Service
 
@@ -93,6 +114,7 @@ def test_gold_text_round_trips_through_the_parser():
 class _Row:
     def __init__(self, method: str, group: str = "all", r10: float | None = 0.5):
         self.method, self.group, self.questions, self.scored, self.unanswerable, self.errors = method, group, 4, 3, 1, 0
+        self.llm_failed = 2
         self.recall_at_1, self.recall_at_5, self.recall_at_10, self.mrr_at_10, self.all_at_10 = 0.25, 0.4, r10, 0.3, 0.2
         self.abstention, self.abstained_all = None, 0.25
         self.exact_match, self.f1 = 0.5, 0.625
@@ -116,11 +138,31 @@ def test_the_ingest_of_a_collection_is_announced_before_the_first_run():
 
 def test_metric_tables_format_numbers_and_missing_values():
     (row,) = evaluate.metric_table([_Row("bm25", r10=None)])
-    assert row[0] == "bm25" and row[5] == "–" and row[3] == "0.250" and row[10] == "–" and row[-2] == "1.50"
     headers = evaluate.TABLE_HEADERS
+    assert row[0] == "bm25" and row[5] == "–" and row[3] == "0.250" and row[10] == "–" and row[headers.index("LLM calls/q")] == "1.50"
     assert row[headers.index("EM")] == "0.500" and row[headers.index("F1")] == "0.625"  # the answers, in the main table
     assert len(row) == len(evaluate.TABLE_HEADERS)
+    assert row[headers.index("LLM failed (rules answered)")] == 2  # figures from a dead server are not read as the model's
     assert len(evaluate.breakdown_table([_Row("bm25", "table")])[0]) == len(evaluate.BREAKDOWN_HEADERS)
+
+
+def _report(method: str, llm_errors: list[str | None]) -> EvalReport:
+    records = [QuestionRecord(method=method, id=f"q{i}", question="q?", answer="a", llm_error=e) for i, e in enumerate(llm_errors)]
+    return EvalReport(method=method, collection="tiny", questions=len(records), predictions=Path("p.jsonl"), records=records)
+
+
+def test_the_status_says_in_plain_words_on_how_many_questions_the_llm_failed():
+    reason = f"The LLM backend openai:m failed, so the rules backend answered in its place: {EVIL}"
+    failed, ok = _report("hikey", [None, reason, "second reason"]), _report("bm25", [None, None])
+    html = evaluate.render_status([ok, failed], "tiny")
+    assert "<script" not in html and "<img" not in html
+    assert html.count("st-llm-error") == 1 and 'data-method="hikey" data-llm-failed="2"' in html
+    assert f"hikey: The LLM server failed on 2 of 3 questions (the rules answered them): {esc(reason)}" in html
+    assert "second reason" not in html  # the first reason only
+    (row,) = metric_rows([failed])
+    assert row.llm_failed == 2 and evaluate.metric_table([row])[0][-1] == 2 and row.errors == 0
+    records = evaluate.record_table([failed])
+    assert [r[-1] for r in records] == ["", f"LLM failed, the rules answered: {reason}", "LLM failed, the rules answered: second reason"]
 
 
 def test_figures_have_one_bar_group_per_method():
