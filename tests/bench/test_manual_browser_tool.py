@@ -9,6 +9,8 @@ import json
 import sys
 from types import SimpleNamespace
 
+import pytest
+
 from backend.types import Answer, Citation, NodeKind
 from tests.bench.conftest import REPO, run_tool
 from tests.ui.helpers import BROWSER_MARKS, CHROMIUM, CHROMIUM_ARGS, sync_api
@@ -45,8 +47,8 @@ def _citation(n: int, page: int, text: str) -> Citation:
 
 
 def _in_browser(test):
-    """The browser tests' marks: slow, and skipped without chromium or playwright."""
-    for mark in BROWSER_MARKS:
+    """The browser tests' marks: browser (out of the quick run), slow, and skipped without chromium or playwright."""
+    for mark in (pytest.mark.browser, *BROWSER_MARKS):
         test = mark(test)
     return test
 
