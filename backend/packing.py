@@ -1,11 +1,18 @@
 """Ancestry-aware hybrid evidence packing under a token budget (HiKEY Algorithm 1) and the
 reader serialisation of HiKEY appendix E/G.
 
-For each ranked anchor: Phase 1 adds the anchor with its governing headers (the section chain
-from the document root); Phase 2 adds sibling units under the same parent section (tables and
-figures first); Phase 3 adds semantic associates: the top-M visual units (tables, figures) of
-the same document most similar to the anchor. Every addition is budget-gated; a unit that does
-not fit is skipped and the loop moves on.
+Phase 1 adds every ranked anchor with its governing headers (the section chain from the
+document root), in rank order; then, for each anchor in rank order, Phase 2 adds sibling units
+under the same parent section (tables and figures first, then by distance from the anchor) and
+Phase 3 adds semantic associates: the top-M visual units (tables, figures) of the same document
+most similar to the anchor. Every addition is budget-gated; a unit that does not fit is skipped
+and the loop moves on. The pack lists its units anchor by anchor, as HiKEY's format reads them.
+
+Where it departs from HiKEY's Algorithm 1 (which runs the three phases anchor by anchor): there,
+the first anchor's section and associates can spend the whole budget, so an anchor ranked third
+in a near tie never reaches the reader although the ranked results show it (two manuals in one
+workspace: R-intro's "To set up a vector ... use the R command" ranked fourth, behind "2.2 Vector
+arithmetic" and "2.7 Index vectors" and their 30 siblings). Every ranked unit is read first.
 """
 
 from __future__ import annotations
@@ -64,7 +71,10 @@ class TokenBudgetPacker:
         return [visual[i] for i in order]
 
     def pack(self, question: str, ranked: list[ScoredNode], budget: int) -> EvidencePack:
-        units: list[PackedUnit] = []
+        """The ranked anchors with their headers first, each while it fits; then, anchor by anchor
+        in rank order, its siblings and associates. The units are listed anchor by anchor (its
+        headers, the anchor, its siblings, its associates), in rank order."""
+        groups: dict[str, list[PackedUnit]] = {}
         included: set[str] = set()
         headers_in: set[str] = set()
         used = 0
@@ -73,28 +83,35 @@ class TokenBudgetPacker:
             new = [h for h in self._headers(node_id) if h not in headers_in]
             return sum(self.count_tokens(self.corpus.sections[h].title) + 4 for h in new), new
 
-        def add(node_id: str, role: str, anchor: str | None, with_headers: bool) -> bool:
+        def add(node_id: str, role: str, anchor: str, with_headers: bool) -> bool:
             nonlocal used
             cost = self._unit_tokens(node_id)
             h_cost, new_headers = header_cost(node_id) if with_headers else (0, [])
             if used + cost + h_cost > budget:
                 return False
+            group = groups.setdefault(anchor, [])
             for h in new_headers:
                 headers_in.add(h)
-                units.append(PackedUnit(node_id=h, role="header", tokens=self.count_tokens(self.corpus.sections[h].title) + 4, path=self.corpus.sections[h].path, anchor=anchor))
+                group.append(PackedUnit(node_id=h, role="header", tokens=self.count_tokens(self.corpus.sections[h].title) + 4,
+                                        path=self.corpus.sections[h].path, anchor=anchor))
             included.add(node_id)
             used += cost + h_cost
-            units.append(PackedUnit(node_id=node_id, role=role, tokens=cost, path=self.corpus.section_path(node_id), anchor=anchor))
+            group.append(PackedUnit(node_id=node_id, role=role, tokens=cost, path=self.corpus.section_path(node_id), anchor=anchor))
             return True
 
+        # Phase 1: every ranked anchor with its ancestry, before any anchor's context: a unit the
+        # ranking lists is read before the neighbours of a better one (a near tie at the top
+        # otherwise spends the budget on the first anchors' sections).
+        anchors: list[str] = []
         for hit in ranked:
             anchor = self.corpus.component_of(hit.node_id)
             node = self.corpus.nodes.get(anchor)
             if node is None or node.layer != Layer.COMPONENT or anchor in included:
                 continue
-            # Phase 1: anchor + ancestry.
-            if not add(anchor, "anchor", anchor, with_headers=True):
-                continue
+            if add(anchor, "anchor", anchor, with_headers=True):
+                anchors.append(anchor)
+        for anchor in anchors:
+            node = self.corpus.nodes[anchor]
             # Phase 2: siblings under the same parent section (visual units first).
             siblings = [s for s in self.corpus.section_members(node.section or "") if s != anchor and s not in included]
             siblings.sort(key=lambda s: (self.corpus.nodes.kind_of(s) in TEXT_UNIT_KINDS, abs(self.corpus.nodes.order_of(s) - node.order)))
@@ -104,6 +121,7 @@ class TokenBudgetPacker:
             for m in self._associates(anchor):
                 if m not in included:
                     add(m, "associate", anchor, with_headers=True)
+        units = [u for anchor in anchors for u in groups[anchor]]
         return EvidencePack(budget=budget, tokens=used, units=units, text=self.serialize(units))
 
     def serialize(self, units: list[PackedUnit]) -> str:

@@ -56,6 +56,21 @@ def norm(text: str) -> str:
     return " ".join(text.split())
 
 
+def holds_answer(text: str, answers: list[str]) -> bool:
+    """Whether `text` holds one of the accepted strings as written (spacing ignored), not inside a
+    longer name: an accepted string that starts or ends with a name character must not touch
+    another one there, one that starts with a sign not follow the same sign ("NA" is not in "NaN",
+    "?solve" is not in "??solve"; "c(" is in "x <- c(10.4")."""
+    text = norm(text)
+    for a in answers:
+        a = norm(a)
+        before = r"(?<![\w.])" if re.match(r"\w", a) else rf"(?<!{re.escape(a[:1])})"
+        after = r"(?!\w)" if re.search(r"\w$", a) else ""
+        if re.search(before + re.escape(a) + after, text):
+            return True
+    return False
+
+
 def clipped(answer: str) -> bool:
     """Whether a shown answer is a clipped sentence: it starts inside one (a lower-case word that
     is no code: "y with 11 entries ..."), or ends announcing what it leaves out ("... the command is")."""
@@ -94,8 +109,7 @@ def ask_one(service: Service, ws: Path, row: dict, method: str, top_k: int) -> t
     result = service.ask(ws, row["question"], method, top_k)
     answer = result.answer
     pages = [c.page for c in answer.citations]
-    text = norm(answer.text)
-    holds = not answer.abstained and any(re.search(rf"(?<![\w.]){re.escape(norm(a))}(?!\w)", text) for a in row["answers"])
+    holds = not answer.abstained and holds_answer(answer.text, row["answers"])
     outcome = Outcome(holds=holds, cited=bool(set(pages) & set(row["pages"])),
                       clipped=not answer.abstained and clipped(answer.text), abstained=answer.abstained)
     return outcome, answer.text, pages

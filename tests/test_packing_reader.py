@@ -87,6 +87,28 @@ def test_anchors_come_with_their_headers_and_siblings_share_their_section(budget
             assert sample_corpus.nodes[u.node_id].kind in (NodeKind.TABLE, NodeKind.FIGURE)
 
 
+def test_every_ranked_anchor_is_packed_before_the_context_of_a_better_one(packer, ranked, sample_corpus):
+    """A budget that holds the ranked anchors and their headers, and little more, holds them all:
+    the first anchor's siblings do not crowd out the third (two manuals in one workspace put
+    R-intro's "2.1 Vectors and assignment" third, a near tie, and its answer never reached the reader)."""
+    anchors = list(dict.fromkeys(sample_corpus.component_of(h.node_id) for h in ranked))
+    headers = dict.fromkeys(s for a in anchors for s in _chain(sample_corpus, a))
+    need = sum(packer._unit_tokens(a) for a in anchors) + sum(
+        packer.count_tokens(sample_corpus.sections[h].title) + 4 for h in headers)
+    smallest_sibling = min(packer._unit_tokens(s) for a in anchors
+                           for s in sample_corpus.section_members(sample_corpus.nodes[a].section or "") if s not in anchors)
+    pack = packer.pack(QUESTION, ranked, need + smallest_sibling)
+    assert [u.node_id for u in pack.units if u.role == "anchor"] == anchors
+    assert any(u.role == "sibling" for u in pack.units)  # what is left goes to the context, anchor by anchor
+    # Listed anchor by anchor: an anchor's siblings and associates come after it and before the next anchor.
+    current = None
+    for u in pack.units:
+        if u.role == "anchor":
+            current = u.node_id
+        elif u.role in ("sibling", "associate"):
+            assert u.anchor == current
+
+
 def test_serialised_pack_follows_the_hikey_format(packer, ranked, sample_corpus):
     pack = packer.pack(QUESTION, ranked, 2048)
     text = pack.text

@@ -8,6 +8,7 @@ import pytest
 from backend.llm.rules import RulesBackend
 from backend.reader import ANSWER, AnswerPayload, EvidenceUnit, answer_by_rules, question_type, subqueries_of
 from backend.reader.figures import years_in
+from backend.reader.rules import NEGATED_INSTRUCTION_RE
 from backend.types import Cell, DecomposeStep, SubQuery, TableRow, Trace
 
 THRESHOLD = 0.35
@@ -802,3 +803,17 @@ def test_an_open_sentence_and_a_code_line_are_told_apart():
     assert ended("Data which is saved will be available in future R sessions.") and ended("GLP_FR — free (unbounded) variable;")
     assert all(code_line(t) for t in ("> help(solve)", "$ cd work", "x <- c(10.4, 5.6)", "help.start()"))
     assert not code_line("The routine glp_add_rows adds new rows (constraints) to the problem object.")
+
+
+def test_a_sentence_that_says_what_not_to_use_is_no_instruction():
+    """A hint that names a loop and a call is no answer to how a loop is written; the sentence that
+    introduces the loop's form, with the form it announces, is."""
+    evidence = [
+        unit("form", "There is also a for loop construction which has the form", 0.5, 0.5,
+             follows="> for (name in expr_1) expr_2 where name is the loop variable."),
+        unit("hint", "[Hint: You will not need to use an explicit loop. Look again at the diag() function.]", 0.38, 0.5),
+    ]
+    out = answer_by_rules("How do you write a for loop?", evidence, THRESHOLD)
+    assert out.citations[0] == "form" and "> for (name in expr_1)" in out.answer, out
+    assert NEGATED_INSTRUCTION_RE.search("There is no need to run it twice")
+    assert not NEGATED_INSTRUCTION_RE.search("To quit R without saving, use the command > q(\"no\")")

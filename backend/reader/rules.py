@@ -46,6 +46,9 @@ FOOTNOTE_MARK_RE = re.compile(r"\s*(?:\d{1,2}|[a-z]|[ivx]{1,4})\s*")
 # available", "... by running": a sentence that tells what to use or do.
 INSTRUCTION_RE = re.compile(r"^\s*to\s+[a-z]+\b.*?(?:,|\buse\b|\bthe\b)|\b(?:use|the (?:\w+ )?command|the function \w+|"
                             r"the routine \w+|by running|is available|can be used|may be used)\b", re.I)
+# "You will not need to use an explicit loop", "never use", "there is no need to run": a sentence
+# that tells what not to use or do gives no instruction
+NEGATED_INSTRUCTION_RE = re.compile(r"\b(?:not|never|no need to|\w+n't)\s+(?:\w+\s+){0,2}?(?:use|run|need)\b", re.I)
 # "Which routine ...", "What function ...": a thing a manual names in code
 CODE_KIND_Q_RE = re.compile(r"\b(?:which|what)\s+(?:\w+\s+){0,2}?(?:routines?|functions?|commands?|options?|flags?|macros?|"
                             r"procedures?|calls?|constants?|parameters?|keywords?|operators?|statements?|type of variable)\b", re.I)
@@ -175,7 +178,8 @@ def how_fit(e: EvidenceUnit, question: str) -> tuple[float, str | None]:
     """An instruction with its example: a unit whose whole (context.py: its lead and what it
     announces) holds a line of code or a call ("> help(solve)", "x <- c(10.4, 5.6)", "glp_add_rows")
     fits 1 and is the answer, whole; one that tells what to use or do ("To set up a vector ...,
-    use the R command", "the function rm is available") fits half more. A question of a form ("How
+    use the R command", "the function rm is available") fits half more, unless it tells what not to
+    use ("You will not need to use an explicit loop"). A question of a form ("How
     are missing values represented?") is answered by a value a manual writes in capitals ("the
     special value NA") as by code."""
     whole = e.whole()
@@ -184,7 +188,8 @@ def how_fit(e: EvidenceUnit, question: str) -> tuple[float, str | None]:
         code = CAPITAL_VALUE_RE.search(e.text) is not None
     if not code:
         return 0.0, None
-    return 1.0 + 0.5 * (INSTRUCTION_RE.search(e.lead or e.text) is not None), whole
+    told = e.lead or e.text
+    return 1.0 + 0.5 * (INSTRUCTION_RE.search(told) is not None and NEGATED_INSTRUCTION_RE.search(told) is None), whole
 
 
 def _abstain(best: float, why: str) -> AnswerReply:

@@ -44,3 +44,11 @@ def test_the_tool_documents_its_options():
     done = run_tool("manual_answers", "--help", timeout_s=120)
     assert done.returncode == 0, done.stderr
     assert "--workspace-root" in done.stdout and "--half" in done.stdout
+
+
+def test_an_accepted_answer_counts_as_written_and_not_inside_a_longer_name():
+    holds = _tool().holds_answer
+    assert holds("use the R command > x <- c(10.4, 5.6, 3.1, 6.4, 21.7)", ["c("])  # a call's opening is no name's part
+    assert holds("the special value NA.", ["NA"]) and not holds("0/0 gives NaN", ["NA"])
+    assert holds("An alternative is > ?solve", ["?solve"]) and not holds("> ??solve", ["?solve"])
+    assert holds("its type is  GLP_FR and", ["GLP_FR"]) and not holds("GLP_FRX", ["GLP_FR"])

@@ -3,16 +3,9 @@ browser test modules (starting the app builds the sample workspace, which takes 
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
-
 import pytest
 
-from tests.ui.helpers import CHROMIUM, CHROMIUM_ARGS, REPO, SERVER_START_TIMEOUT_S, _free_port, _log_tail, sync_api
+from tests.ui.helpers import CHROMIUM, CHROMIUM_ARGS, AppStartError, running_app, sync_api
 
 
 
@@ -29,49 +22,11 @@ def app_log(app_server):
 
 @pytest.fixture(scope="session")
 def app_server(tmp_path_factory):
-    root = tmp_path_factory.mktemp("strata_app")
-    port = _free_port()
-    env = dict(
-        os.environ,
-        GRADIO_SERVER_PORT=str(port),
-        GRADIO_SERVER_NAME="127.0.0.1",
-        GRADIO_ANALYTICS_ENABLED="False",
-        STRATA_WORKSPACE_ROOT=str(root / "workspaces"),
-        GRADIO_TEMP_DIR=str(root / "gradio_tmp"),
-        PYTHONUNBUFFERED="1",
-    )
-    log_path = root / "app.log"
-    log = log_path.open("wb")
-    proc = subprocess.Popen([sys.executable, "app.py"], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/"
     try:
-        deadline = time.monotonic() + SERVER_START_TIMEOUT_S
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"app.py exited with code {proc.returncode} before serving:\n{_log_tail(log_path)}")
-            try:
-                with urllib.request.urlopen(url, timeout=2) as resp:
-                    if resp.status == 200:
-                        break
-            except (urllib.error.URLError, OSError):
-                pass  # not listening yet
-            if time.monotonic() > deadline:
-                pytest.fail(f"app.py did not answer on {url} within {SERVER_START_TIMEOUT_S} s:\n{_log_tail(log_path)}")
-            time.sleep(0.5)
-        # The app serves before its sample corpus is ready (built behind it on a first start); the tests expect it.
-        while "ready: encoders and sample corpus loaded" not in log_path.read_text(encoding="utf-8", errors="replace"):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"app.py served but its sample corpus was not ready within {SERVER_START_TIMEOUT_S} s:\n{_log_tail(log_path)}")
-            time.sleep(0.5)
-        yield url, log_path
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-        log.close()
+        with running_app(tmp_path_factory.mktemp("strata_app")) as (url, log_path):
+            yield url, log_path
+    except AppStartError as exc:
+        pytest.fail(str(exc))
 
 
 @pytest.fixture(scope="session")

@@ -1,12 +1,22 @@
-"""Shared pieces of the browser tests: paths, chromium flags, timeouts, screenshots, sessions.
-The app server and the browser are session fixtures in conftest.py, started once for every
-browser test module."""
+"""Shared pieces of the browser tests: paths, chromium flags, timeouts, screenshots, sessions,
+starting `python app.py`, uploading and ingesting in the Library tab, asking in the Ask tab. The
+app server and the browser are session fixtures in conftest.py, started once for every browser
+test module; bench/manual_browser.py starts its own app with `running_app` and drives it with the
+same helpers."""
 
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
 import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -54,6 +64,69 @@ def _free_port() -> int:
 
 def _log_tail(path: Path, chars: int = 4000) -> str:
     return path.read_text(errors="replace")[-chars:] if path.exists() else ""
+
+
+class AppStartError(RuntimeError):
+    """app.py exited, or did not serve and get ready within its time; the message holds its log's tail."""
+
+
+def app_env(root: Path, port: int, **extra: str) -> dict[str, str]:
+    """The environment of an app.py on `port` whose workspaces and Gradio uploads live under `root`."""
+    return dict(
+        os.environ,
+        GRADIO_SERVER_PORT=str(port),
+        GRADIO_SERVER_NAME="127.0.0.1",
+        GRADIO_ANALYTICS_ENABLED="False",
+        STRATA_WORKSPACE_ROOT=str(root / "workspaces"),
+        GRADIO_TEMP_DIR=str(root / "gradio_tmp"),
+        PYTHONUNBUFFERED="1",
+        **extra,
+    )
+
+
+def _wait_ready(proc: subprocess.Popen, url: str, log_path: Path, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if proc.poll() is not None:
+            raise AppStartError(f"app.py exited with code {proc.returncode} before serving:\n{_log_tail(log_path)}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as resp:
+                if resp.status == 200:
+                    break
+        except (urllib.error.URLError, OSError):
+            pass  # not listening yet
+        if time.monotonic() > deadline:
+            raise AppStartError(f"app.py did not answer on {url} within {timeout_s:g} s:\n{_log_tail(log_path)}")
+        time.sleep(0.5)
+    # The app serves before its sample corpus is ready (built behind it on a first start).
+    while "ready: encoders and sample corpus loaded" not in log_path.read_text(encoding="utf-8", errors="replace"):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise AppStartError(f"app.py served but its sample corpus was not ready within {timeout_s:g} s:\n{_log_tail(log_path)}")
+        time.sleep(0.5)
+
+
+@contextlib.contextmanager
+def running_app(root: Path, timeout_s: float = SERVER_START_TIMEOUT_S, **extra_env: str) -> Iterator[tuple[str, Path]]:
+    """`python app.py` on a free port with its workspaces under `root` (extra settings as
+    STRATA_* environment variables), yielded once it serves and its sample corpus is loaded as
+    (url, log path); stopped on exit. Raises AppStartError when it does not get ready."""
+    root.mkdir(parents=True, exist_ok=True)
+    port = _free_port()
+    log_path = root / "app.log"
+    url = f"http://127.0.0.1:{port}/"
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen([sys.executable, "app.py"], cwd=REPO, env=app_env(root, port, **extra_env),
+                                stdout=log, stderr=subprocess.STDOUT)
+        try:
+            _wait_ready(proc, url, log_path, timeout_s)
+            yield url, log_path
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
 
 
 def _shot(page, name: str) -> None:
@@ -109,3 +182,30 @@ def result_docs(page) -> set[str]:
     sync_api.expect(cells.first).to_be_visible()
     rows = page.locator("#ask-results").get_by_role("row").filter(has=page.get_by_role("gridcell"))
     return {rows.nth(i).get_by_role("gridcell").nth(1).inner_text().strip() for i in range(rows.count())}
+
+
+def ingest_files(page, files: list[Path], timeout_ms: int = INGEST_TIMEOUT_MS) -> None:
+    """Upload `files` in the Library tab, press Ingest, and wait until the progress board says the
+    run ended and the report has a card per file."""
+    page.locator("#upload-files input[type=file]").set_input_files([str(f) for f in files])
+    for f in files:
+        sync_api.expect(page.locator(f'#upload-files a[href$="/{f.name}"]')).to_have_count(1)
+    page.locator("#ingest-button").click()
+    sync_api.expect(page.locator('#ingest-progress [data-running="false"]')).to_be_visible(timeout=timeout_ms)
+    sync_api.expect(page.locator("#ingest-report .st-card")).to_have_count(len(files))
+
+
+def choose_method(page, method: str) -> None:
+    """Pick a method and wait for the app's sign that its parameter sliders were swapped in (the
+    panel's title names it): asking before that sends the previous method's slider values, which
+    the new bounds refuse ("Value 20 is greater than maximum value 1"), a race seen under load."""
+    _select(page, "ask-method", method)
+    sync_api.expect(page.locator("#ask-params-panel")).to_contain_text(f"Method parameters: {method}")
+
+
+def run_done(page, method: str | None = None):
+    """The facts box of a run newer than the one shown now (ui/render.py sets data-run per call)."""
+    facts = page.locator("#ask-facts .st-facts")
+    old_run = facts.get_attribute("data-run") if facts.count() else ""
+    method_attr = f'[data-method="{method}"]' if method else ""
+    return page.locator(f'#ask-facts .st-facts{method_attr}:not([data-run="{old_run}"])')

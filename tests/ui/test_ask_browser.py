@@ -16,7 +16,9 @@ from PIL import Image
 
 from backend.retrieval.base import method_names
 from backend.types import AskResult
-from tests.ui.helpers import BROWSER_MARKS, _open_session, _open_tab, _select, _shot, call_and_wait, sync_api
+from tests.ui.helpers import (
+    BROWSER_MARKS, _open_session, _open_tab, _select, _shot, call_and_wait, choose_method, run_done, sync_api,
+)
 
 pytestmark = BROWSER_MARKS
 
@@ -43,14 +45,6 @@ def ask_page(browser, app_url):
     context.close()
 
 
-def _choose_method(page, method: str) -> None:
-    """Pick a method and wait for the app's sign that its parameter sliders were swapped in (the
-    panel's title names it): asking before that sends the previous method's slider values, which
-    the new bounds refuse ("Value 20 is greater than maximum value 1"), a race seen under load."""
-    _select(page, "ask-method", method)
-    sync_api.expect(page.locator("#ask-params-panel")).to_contain_text(f"Method parameters: {method}")
-
-
 def _open_panel(page, elem_id: str, inside: str) -> None:
     """Open an accordion unless what is inside it is already visible."""
     if not page.locator(inside).first.is_visible():
@@ -58,20 +52,12 @@ def _open_panel(page, elem_id: str, inside: str) -> None:
     sync_api.expect(page.locator(inside).first).to_be_visible()
 
 
-def _run_done(page, method: str | None = None):
-    """The facts box of a run newer than the one shown now (ui/render.py sets data-run per call)."""
-    facts = page.locator("#ask-facts .st-facts")
-    old_run = facts.get_attribute("data-run") if facts.count() else ""
-    method_attr = f'[data-method="{method}"]' if method else ""
-    return page.locator(f'#ask-facts .st-facts{method_attr}:not([data-run="{old_run}"])')
-
-
 def _ask(page, method: str, question: str = QUESTION) -> int:
     """Ask with a method; returns the number of steps of its replay. Waits on the app's signal
     that this call finished (a new run id on the facts box), not on a fixed window."""
-    _choose_method(page, method)
+    choose_method(page, method)
     page.locator("#ask-question textarea").fill(question)
-    call_and_wait(page, page.locator("#ask-button").click, _run_done(page, method), f"Ask with {method}")
+    call_and_wait(page, page.locator("#ask-button").click, run_done(page, method), f"Ask with {method}")
     # The facts, the answer and the replay header come from the same event: once the facts carry
     # this run's id, the header's step count is this run's, not a previous run's.
     sync_api.expect(page.locator("#ask-answer .st-answer")).to_be_visible()
@@ -143,7 +129,7 @@ def test_play_button_runs_the_replay_to_the_end(ask_page):
 
 def test_method_parameters_and_llm_backend_reach_the_run(ask_page):
     page = ask_page
-    _choose_method(page, "lilac")
+    choose_method(page, "lilac")
     _open_panel(page, "ask-params-panel", "#ask-param-0")
     sync_api.expect(page.locator("#ask-params-panel")).to_contain_text("Method parameters: lilac")
     iterations = page.locator("#ask-param-1")
@@ -157,7 +143,7 @@ def test_method_parameters_and_llm_backend_reach_the_run(ask_page):
     sync_api.expect(page.locator("#ask-trace .st-stepchip").filter(has_text="beam 2")).to_have_count(1)
     assert n >= 4
     # Another method shows its own parameters, with their defaults.
-    _choose_method(page, "hikey")
+    choose_method(page, "hikey")
     sync_api.expect(page.locator("#ask-params-panel")).to_contain_text("Method parameters: hikey")
     sync_api.expect(page.locator("#ask-param-0")).to_contain_text("docs")
     # The LLM backend menu: asking with openai (no server in the tests: the rules answer for it).
@@ -211,7 +197,7 @@ def test_budget_slider_repacks_the_evidence(ask_page):
     track.scroll_into_view_if_needed()
     box = track.bounding_box()
     low_end = (box["x"] + box["width"] * 0.03, box["y"] + box["height"] / 2)
-    call_and_wait(page, lambda: page.mouse.click(*low_end), _run_done(page), "Repack")
+    call_and_wait(page, lambda: page.mouse.click(*low_end), run_done(page), "Repack")
     sync_api.expect(bar).not_to_have_attribute("data-budget", "2048")
     budget, after = int(bar.get_attribute("data-budget")), int(bar.get_attribute("data-tokens"))
     assert budget < 1024 and after <= budget and after < before
@@ -236,7 +222,7 @@ def test_export_and_reimport_a_run(ask_page, browser, app_url, tmp_path):
         _open_tab(other, "Ask")
         _open_panel(other, "ask-run-panel", "#ask-import")
         call_and_wait(
-            other, lambda: other.locator("#ask-import input[type=file]").set_input_files(str(path)), _run_done(other, "lilac"),
+            other, lambda: other.locator("#ask-import input[type=file]").set_input_files(str(path)), run_done(other, "lilac"),
             "Import a run",
         )
         sync_api.expect(other.locator("#ask-trace-panel").get_by_text(f"Traversal replay: lilac, {n} step(s)")).to_be_visible()
@@ -287,7 +273,7 @@ def test_an_overlong_question_is_refused_with_a_message_and_the_page_keeps_its_h
     """A 20,000-character question used to be answered, and its replay header made the page
     7,900 px tall; now the service refuses it before any work, and the UI shows that message."""
     page = ask_page
-    _choose_method(page, "bm25")
+    choose_method(page, "bm25")
     errors = page.locator(".toast-body.error")
     seen = errors.count()
     page.locator("#ask-question textarea").fill("How many trees? " * 1250)  # 20,000 characters

@@ -13,13 +13,8 @@ time that starts from a copy of the shared server's prepared sample workspace.
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pymupdf
@@ -29,17 +24,15 @@ from tests.http_servers import PlainServer, dead_url
 from tests.ui.helpers import (
     BROWSER_MARKS,
     FILLER,
-    INGEST_TIMEOUT_MS,
-    REPO,
-    SERVER_START_TIMEOUT_S,
-    _free_port,
-    _log_tail,
+    AppStartError,
     _open_session,
     _open_tab,
     _select,
     _shot,
     result_docs,
     call_and_wait,
+    ingest_files,
+    running_app,
     sync_api,
 )
 
@@ -71,15 +64,6 @@ def uploads(tmp_path_factory) -> tuple[Path, Path]:
     return manual, broken
 
 
-def _ingest(page, files: list[Path]) -> None:
-    page.locator("#upload-files input[type=file]").set_input_files([str(f) for f in files])
-    for f in files:
-        sync_api.expect(page.locator(f'#upload-files a[href$="/{f.name}"]')).to_have_count(1)
-    page.locator("#ingest-button").click()
-    sync_api.expect(page.locator('#ingest-progress [data-running="false"]')).to_be_visible(timeout=INGEST_TIMEOUT_MS)
-    sync_api.expect(page.locator("#ingest-report .st-card")).to_have_count(len(files))
-
-
 def _ask(page, question: str) -> None:
     facts = page.locator("#ask-facts .st-facts")
     old_run = facts.get_attribute("data-run") if facts.count() else ""
@@ -96,7 +80,7 @@ def test_a_reload_keeps_the_uploads_which_become_the_default_scope(browser, app_
         sync_api.expect(note).to_contain_text("reload the page and they are still here")
         sync_api.expect(note).to_contain_text("minutes without use")
 
-        _ingest(page, [manual, broken])
+        ingest_files(page, [manual, broken])
         # Item 7: the failed file's bar is red, the ingested one's is full and blue.
         failed_bar = page.locator(f'#ingest-progress tr[data-file="{BROKEN}"] .st-bar-fill')
         sync_api.expect(failed_bar).to_have_css("background-color", "rgb(220, 38, 38)")
@@ -119,7 +103,7 @@ def test_a_reload_keeps_the_uploads_which_become_the_default_scope(browser, app_
         sync_api.expect(other.locator("#ask-examples")).to_contain_text(SAMPLE_QUESTION)
 
         # Item 7: the same file again is unchanged, not ingested.
-        _ingest(page, [manual])
+        ingest_files(page, [manual])
         sync_api.expect(page.locator(f'#ingest-report .st-card[data-file="{MANUAL}"]')).to_have_attribute("data-status", "unchanged")
         sync_api.expect(page.locator("#ingest-report .st-report-head")).to_have_text("0 of 1 file(s) ingested, 1 unchanged")
 
@@ -192,31 +176,11 @@ def short_idle_app(app_server, tmp_path_factory):
     shared_root = app_server[1].parent / "workspaces"
     root = tmp_path_factory.mktemp("short_idle_app")
     shutil.copytree(shared_root / "sample", root / "workspaces" / "sample")
-    port = _free_port()
-    env = dict(
-        os.environ, GRADIO_SERVER_PORT=str(port), GRADIO_SERVER_NAME="127.0.0.1", GRADIO_ANALYTICS_ENABLED="False",
-        STRATA_WORKSPACE_ROOT=str(root / "workspaces"), GRADIO_TEMP_DIR=str(root / "gradio_tmp"), PYTHONUNBUFFERED="1",
-        STRATA_SESSIONS__IDLE_MINUTES=str(IDLE_MINUTES),
-    )
-    log_path = root / "app.log"
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen([sys.executable, "app.py"], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
-        url = f"http://127.0.0.1:{port}/"
-        try:
-            deadline = time.monotonic() + SERVER_START_TIMEOUT_S
-            while "ready: encoders and sample corpus loaded" not in log_path.read_text(errors="replace"):
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"app.py did not get ready:\n{_log_tail(log_path)}")
-                time.sleep(0.5)
-            with urllib.request.urlopen(url, timeout=10) as resp:
-                assert resp.status == 200
+    try:
+        with running_app(root, STRATA_SESSIONS__IDLE_MINUTES=str(IDLE_MINUTES)) as (url, _log):
             yield url
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+    except AppStartError as exc:
+        pytest.fail(str(exc))
 
 
 def test_a_session_that_idled_out_says_so_after_a_reload(browser, short_idle_app, uploads):
@@ -224,7 +188,7 @@ def test_a_session_that_idled_out_says_so_after_a_reload(browser, short_idle_app
     context, page = _open_session(browser, short_idle_app)
     try:
         sync_api.expect(page.locator("#session-note")).to_contain_text(f"after {IDLE_MINUTES:g} minutes without use")
-        _ingest(page, [manual])
+        ingest_files(page, [manual])
         page.reload()
         sync_api.expect(page.locator("#documents-table")).to_contain_text(MANUAL)  # within the idle time: still here
         time.sleep(IDLE_MINUTES * 60 + 10)

@@ -1,0 +1,35 @@
+"""bench/manual_browser.py: its questions are the probe's and it documents its options. What it
+reads from the Ask tab is checked in chromium by tests/ui/test_manual_browser_reading_browser.py;
+the whole run is the tool's, not the suite's (the ingest of two manuals takes minutes)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+
+from tests.bench.conftest import REPO, run_tool
+
+
+def _tool():
+    spec = importlib.util.spec_from_file_location("manual_browser", REPO / "bench" / "manual_browser.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("manual_browser", module)  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_questions_are_the_probes_with_their_gold_pages():
+    tool = _tool()
+    probe = {r["id"]: r for r in map(json.loads, (REPO / "bench" / "probes" / "manuals.jsonl").read_text().splitlines()) if r}
+    assert len(tool.QUESTIONS) == 4 and {q.method for q in tool.QUESTIONS} == {"hikey", "fif", "strata"}
+    for q in tool.QUESTIONS:
+        row = probe[q.id]
+        assert (q.manual, q.question, list(q.pages)) == (row["manual"], row["question"], row["pages"])
+        assert q.answers
+
+
+def test_the_tool_documents_its_options():
+    done = run_tool("manual_browser", "--help", timeout_s=120)
+    assert done.returncode == 0, done.stderr
+    assert "--out" in done.stdout and "--pdfs" in done.stdout
