@@ -1,15 +1,15 @@
-"""Stage `statements`: the financial statements a question names or asks for. "Using the cash flow statement,
-what is General Mills' FY2020 free cash flow?" is asked of the page that prints General Mills'
-consolidated statement of cash flows, whatever other pages of the filing say about cash.
+"""Stage `statements`: the financial statements a question names or asks for. "Using the cash flow
+statement, what is General Mills' FY2020 free cash flow?" is asked of the page that prints General
+Mills' consolidated statement of cash flows, whatever other pages of the filing say about cash.
 
-An analyst names the statement by its common name ("balance sheet", "P&L", "cash flow
-statement"); the filing heads it with its formal one ("CONSOLIDATED STATEMENTS OF FINANCIAL
-POSITION", "Consolidated Statements of Operations"). Neither a bag of words nor a vector ties
-the two, and the statement's rows ("Purchases of property, plant and equipment") share few words
-with the question. The structure does: a statement is a table titled as one, by its own title lines, by the last
-heading or title line above it on its page, or by its section's heading. STATEMENTS lists the three primary
-statements, what questions call them and the titles filings give them (textbook names, not fitted
-to a collection).
+An analyst names the statement by its common name ("balance sheet", "P&L", "cash flow statement");
+the filing heads it with its formal one ("CONSOLIDATED STATEMENTS OF FINANCIAL POSITION",
+"Consolidated Statements of Operations"). Neither a bag of words nor a vector ties the two, and the
+statement's rows ("Purchases of property, plant and equipment") share few words with the question.
+The structure does: a statement is a table titled as one, by its own title lines, by the last
+heading or title line above it on its page, or by its section's heading. STATEMENTS lists the three
+primary statements, what questions call them and the titles filings give them (textbook names, not
+fitted to a collection).
 
 A question that asks for a figure without naming a statement ("Amazon's FY2017 days payable
 outstanding", "EBITDA for Costco in FY2021") asks for what a statement prints: the line items of
@@ -75,15 +75,18 @@ ITEM_STATEMENT: dict[str, str] = {
 FIGURES: tuple[tuple[str, tuple[str, ...]], ...] = (
     (r"ebitda", (INCOME, CASH_FLOW)),
     (r"capital expenditures?|capex|purchases? of property|free cash flows?|dividends? paid|"
-     r"cash (?:flows? )?(?:from|provided by|used in) (?:operating|investing|financing)|operating cash flows?", (CASH_FLOW,)),
+     r"cash (?:flows? )?(?:from|provided by|used in) (?:operating|investing|financing)|operating cash flows?",
+     (CASH_FLOW,)),
     (r"total (?:current )?(?:assets?|liabilit(?:y|ies))|(?:shareholders|stockholders)'? equity|working capital|"
      r"accounts (?:payable|receivable)|inventor(?:y|ies)|long[- ]term debt|total debt|cash balances?|"
      r"cash and cash equivalents", (BALANCE,)),
-    (r"revenues?|(?:net )?sales|cost of (?:goods sold|sales|revenues?)|cogs|gross (?:profit|margin)|operating (?:income|profit|margin)|"
+    (r"revenues?|(?:net )?sales|cost of (?:goods sold|sales|revenues?)|cogs|gross (?:profit|margin)|"
+     r"operating (?:income|profit|margin)|"
      r"net (?:income|earnings|profit)|earnings per share|\beps\b|interest expense", (INCOME,)),
 )
 _FIGURES = tuple((re.compile(rf"\b(?:{pattern})", re.IGNORECASE), names) for pattern, names in FIGURES)
-_NOT_PRIMARY = re.compile(r"\b(?:off[- ]?balance|consolidating|reconciliation|supplemental|obligor|parent company|guarantor|segment)", re.IGNORECASE)
+_NOT_PRIMARY = re.compile(r"\b(?:off[- ]?balance|consolidating|reconciliation|supplemental|obligor|parent company|"
+                          r"guarantor|segment)", re.IGNORECASE)
 
 
 def named_statements(question: str) -> list[str]:

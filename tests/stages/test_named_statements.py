@@ -10,6 +10,8 @@ import pytest
 
 from backend.stages.statements import (implied_statements, named_statements, statement_first, statement_pages,
                                        statement_titled)
+from backend.stages.measures import MEASURES
+from backend.stages.statements import ITEM_STATEMENT
 from backend.types import ScoredNode, Trace
 
 PROSE = ("Liquidity and capital resources. Our cash flows from operating activities funded our capital expenditures, "
@@ -109,6 +111,7 @@ def test_a_statement_title_is_a_title_line_however_the_pdf_spaced_it():
 
 
 def test_a_figure_asked_for_without_its_statement_implies_the_statement_that_prints_it():
+    assert {item for _, items in MEASURES for item in items} <= set(ITEM_STATEMENT)  # every ratio's items placed
     assert implied_statements("What is Amazon's FY2017 days payable outstanding (DPO)?") == ["balance sheet", "income statement"]
     assert implied_statements("What is EBITDA for Costco in FY2021?") == ["cash flow statement", "income statement"]
     assert implied_statements("What were 3M's FY2018 capital expenditures?") == ["cash flow statement"]
