@@ -228,13 +228,15 @@ def _image_pages_pdf(path, pages: int = 6):
 
 
 def test_the_worker_hands_back_what_a_parse_left_behind(tmp_path):
-    """Idle memory after a file returns to where it was: MuPDF's store and glibc's free heap are
-    released after each parse, so a long batch does not push a late valid file over its share
-    (without the release: +28 MiB per file here, 142 -> 436 MiB over dev-mmlongbench)."""
-    files = [_image_pages_pdf(tmp_path / f"photos{i}.pdf") for i in range(4)]
+    """Idle memory after each file stays where the first file left it: MuPDF's store and glibc's
+    free heap are released after each parse, so a long batch does not push a late valid file over
+    its share (without the release: +28 MiB per file here, 142 -> 436 MiB over dev-mmlongbench).
+    The first parse may keep what is loaded once (seen: +34 MiB on one run, +0 on others)."""
+    files = [_image_pages_pdf(tmp_path / f"photos{i}.pdf") for i in range(5)]
     idle = []
     with ParseWorker(IngestSettings(parse_processes=1, ocr="none")) as w:
         for f in files:
             w.parse(f, tmp_path / "crops", f.name)  # the figure crops decode the photos
             idle.append(worker_mod._rss_bytes(w._proc.pid) / 2**20)
-    assert idle[-1] - idle[0] < 15, f"idle MiB after each file: {[round(m) for m in idle]}"
+    assert idle[-1] - idle[1] < 15, f"idle MiB after each file: {[round(m) for m in idle]}"
+    assert idle[1] - idle[0] < 60, f"idle MiB after each file: {[round(m) for m in idle]}"
