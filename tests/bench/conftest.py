@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -14,6 +15,15 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 SCORE_SCRIPT = REPO.parent / "shared" / "bench" / "score.py"
+
+
+def load_tool(name: str):
+    """bench/NAME.py imported as module NAME (registered first: its dataclasses look their module up)."""
+    spec = importlib.util.spec_from_file_location(name, REPO / "bench" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(name, module)
+    spec.loader.exec_module(module)
+    return module
 
 
 def run_tool(name: str, *args: object, timeout_s: float = 300, **env: str) -> subprocess.CompletedProcess:

@@ -3,19 +3,13 @@ it counts as a clipped answer. (The answers themselves: tests/test_manual_answer
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 
-from tests.bench.conftest import REPO, run_tool
+from tests.bench.conftest import load_tool, run_tool
 
 
 def _tool():
-    spec = importlib.util.spec_from_file_location("manual_answers", REPO / "bench" / "manual_answers.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("manual_answers", module)  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return load_tool("manual_answers")
 
 
 def test_the_probe_is_well_formed_and_split_by_the_id():

@@ -4,19 +4,13 @@ the whole run is the tool's, not the suite's (the ingest of two manuals takes mi
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 
-from tests.bench.conftest import REPO, run_tool
+from tests.bench.conftest import REPO, load_tool, run_tool
 
 
 def _tool():
-    spec = importlib.util.spec_from_file_location("manual_browser", REPO / "bench" / "manual_browser.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("manual_browser", module)  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return load_tool("manual_browser")
 
 
 def test_the_questions_are_the_probes_with_their_gold_pages():

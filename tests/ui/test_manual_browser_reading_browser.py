@@ -4,23 +4,18 @@ of ui/render.py, read in the shared chromium of conftest.py."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from types import SimpleNamespace
 
 from backend.types import Answer, Citation, NodeKind
-from tests.ui.helpers import BROWSER_MARKS, REPO
+from tests.bench.conftest import load_tool
+from tests.ui.helpers import BROWSER_MARKS
 from ui.render import render_answer, render_citations
 
 pytestmark = BROWSER_MARKS
 
 
 def _tool():
-    spec = importlib.util.spec_from_file_location("manual_browser", REPO / "bench" / "manual_browser.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("manual_browser", module)  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return load_tool("manual_browser")
 
 
 def _citation(n: int, page: int, text: str) -> Citation:
