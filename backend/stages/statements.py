@@ -215,8 +215,9 @@ def statement_first(corpus, question: str, hits: list[ScoredNode], trace: Trace,
     page_of = [(nodes.doc_of(h.node_id), nodes.page_of(h.node_id)) for h in hits]
     rank = {page: i for i, page in enumerate(wanted)}
     on = sorted((i for i, p in enumerate(page_of) if p in pages), key=lambda i: rank[page_of[i]])  # stable within a page
-    first = [i for i in on if page_of[i] in set(named)]
-    after = [i for i in on if page_of[i] not in set(named)]
+    named_pages = set(named)
+    first = [i for i in on if page_of[i] in named_pages]
+    after = [i for i in on if page_of[i] not in named_pages]
     rest = [i for i, p in enumerate(page_of) if p not in pages]
     # A statement the question names outranks the strategy; one it implies comes after the
     # strategy's first result (which may be the page that answers in other words).

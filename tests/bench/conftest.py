@@ -33,15 +33,37 @@ def run_tool(name: str, *args: object, timeout_s: float = 300, **env: str) -> su
                           capture_output=True, text=True, timeout=timeout_s)
 
 
-def write_collection(bench: Path, name: str, ids: Iterable[str], gold=lambda i: [(f"doc-{i}.pdf", 1)], **extra) -> Path:
-    """A collection folder in score.py's format: one answerable question per id, gold pages from `gold`."""
+def write_collection(bench: Path, name: str, ids: Iterable[str], gold=lambda i: [(f"doc-{i}.pdf", 1)],
+                     text=lambda i: f"question {i}?", **extra) -> Path:
+    """A collection folder in score.py's format: one answerable question per id, its text from
+    `text`, gold pages from `gold`."""
     folder = bench / name
     folder.mkdir(parents=True, exist_ok=True)
-    rows = [{"id": i, "question": f"question {i}?", "answers": ["x"], "answer_format": "str", "unanswerable": False,
+    rows = [{"id": i, "question": text(i), "answers": ["x"], "answer_format": "str", "unanswerable": False,
              "gold": [{"doc": d, "page": p, "bbox": None, "text": None} for d, p in gold(i)], "modality": "text",
              "hops": 1, "source": "t", "meta": {}, **extra} for i in ids]
     (folder / "questions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     return folder
+
+
+def write_toy_bench(root: Path, pages: dict[str, list[str]], questions: list[tuple[str, str, str, int]],
+                    edit=lambda name, doc: None) -> Path:
+    """ROOT/bench with one collection, "toy": a PDF per name of `pages` (a page per text; `edit(name,
+    doc)` before it is saved) and `questions` as (id, question, gold doc, gold page)."""
+    import pymupdf
+
+    corpus = root / "bench" / "toy" / "corpus"
+    corpus.mkdir(parents=True)
+    for name, texts in pages.items():
+        doc = pymupdf.open()
+        for body in texts:
+            doc.new_page().insert_textbox(pymupdf.Rect(50, 50, 550, 400), body, fontsize=11)
+        edit(name, doc)
+        doc.save(corpus / name)
+        doc.close()
+    by_id = {i: (q, d, p) for i, q, d, p in questions}
+    write_collection(root / "bench", "toy", list(by_id), gold=lambda i: [by_id[i][1:]], text=lambda i: by_id[i][0])
+    return root / "bench"
 
 
 def halves(bench: Path, name: str, out: Path) -> dict[str, list[str]]:

@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import json
 
-import pymupdf
 import pytest
 
-from tests.bench.conftest import run_tool
+from tests.bench.conftest import run_tool, write_toy_bench
 
 pytest.importorskip("llama_index.core", reason="bench extra (requirements-bench.txt)")
 pytest.importorskip("llama_index.embeddings.huggingface", reason="bench extra (requirements-bench.txt)")
@@ -40,24 +39,16 @@ QUESTIONS = [
 RECIPES = ("llamaindex", "langchain")
 
 
+def _page_labels(name, doc) -> None:
+    if name.startswith("Harbour"):  # printed labels F-7, F-8, F-9: pypdf's page_label is not the page number
+        doc.set_page_labels([{"startpage": 0, "prefix": "F-", "style": "D", "firstpagenum": 7}])
+
+
 @pytest.fixture()
 def toy_bench(tmp_path, score_script):
-    corpus = tmp_path / "bench" / "toy" / "corpus"
-    corpus.mkdir(parents=True)
-    for name, texts in PAGES.items():
-        doc = pymupdf.open()
-        for text in texts:
-            doc.new_page().insert_textbox(pymupdf.Rect(50, 50, 550, 400), text, fontsize=11)
-        if name.startswith("Harbour"):  # printed labels F-7, F-8, F-9: pypdf's page_label is not the page number
-            doc.set_page_labels([{"startpage": 0, "prefix": "F-", "style": "D", "firstpagenum": 7}])
-        doc.save(corpus / name)
-        doc.close()
-    rows = [{"id": i, "question": q, "answers": ["x"], "answer_format": "str", "unanswerable": False,
-             "gold": [{"doc": d, "page": p, "bbox": None, "text": None}], "modality": "text", "hops": 1, "source": "t",
-             "meta": {}} for i, q, d, p in QUESTIONS]
-    (corpus.parent / "questions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    (tmp_path / "bench" / "score.py").write_bytes(score_script.read_bytes())
-    return tmp_path / "bench"
+    bench = write_toy_bench(tmp_path, PAGES, QUESTIONS, _page_labels)
+    (bench / "score.py").write_bytes(score_script.read_bytes())
+    return bench
 
 
 def test_recipes_name_the_answer_page_and_reuse_their_cache(toy_bench, tmp_path):

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import json
 
-import pymupdf
 import pytest
 
-from tests.bench.conftest import run_tool
+from tests.bench.conftest import run_tool, write_toy_bench
 
 pytestmark = pytest.mark.integration  # the tool runs in a subprocess with the real models
 
@@ -27,23 +26,14 @@ QUESTIONS = [
 ]
 
 
+def _title(name, doc) -> None:
+    if name.startswith("Marigold"):
+        doc.set_metadata({"title": "The Marigold Light"})  # a metadata title wins over the file name
+
+
 @pytest.fixture()
 def toy_bench(tmp_path):
-    corpus = tmp_path / "bench" / "toy" / "corpus"
-    corpus.mkdir(parents=True)
-    for name, texts in PAGES.items():
-        doc = pymupdf.open()
-        for text in texts:
-            doc.new_page().insert_textbox(pymupdf.Rect(50, 50, 550, 300), text, fontsize=11)
-        if name.startswith("Marigold"):
-            doc.set_metadata({"title": "The Marigold Light"})  # a metadata title wins over the file name
-        doc.save(corpus / name)
-        doc.close()
-    rows = [{"id": i, "question": q, "answers": ["x"], "answer_format": "str", "unanswerable": False,
-             "gold": [{"doc": d, "page": p, "bbox": None, "text": None}], "modality": "text", "hops": 1, "source": "t",
-             "meta": {}} for i, q, d, p in QUESTIONS]
-    (corpus.parent / "questions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return tmp_path / "bench"
+    return write_toy_bench(tmp_path, PAGES, QUESTIONS, _title)
 
 
 def test_pages_carry_the_title_and_predictions_come_per_half(toy_bench, tmp_path, score_script):
